@@ -1,0 +1,461 @@
+/*
+ * OpenDS — open accelerator direct storage.
+ *
+ * One C11 API, shaped like NVIDIA's cuFile, that moves file data between
+ * storage and host or accelerator (GPU) memory. The same program runs with
+ * GPUDirect Storage, without it, and without a GPU at all; the library picks
+ * the fastest path the machine has (see OPENDS_BACKEND below).
+ *
+ * Conventions used throughout this header
+ * ----------------------------------------
+ * - Functions returning opends_error_t report .err == OPENDS_SUCCESS on
+ *   success; on failure .err is an OPENDS_* code and .backend_err holds the
+ *   errno of the system call that failed, or the accelerator driver's result
+ *   code, else 0.
+ * - Functions returning ssize_t return a byte count (>= 0) or a negated
+ *   error:
+ *     -OPENDS_INVALID_VALUE   an argument the library checks itself (NULL,
+ *                             negative offset, size > SSIZE_MAX, offset+size
+ *                             overflowing off_t);
+ *     -OPENDS_<other>         another condition of the library's own
+ *                             (driver not open, handle not registered, ...);
+ *     -errno (< 5000)         an error the operating system reported for the
+ *                             I/O itself (EBADF, EIO, ENOSPC, ...).
+ *   opends_op_status_error() turns any of them into a string.
+ * - opends_last_error_detail() gives a sentence on the last failure of the
+ *   calling thread, naming the argument or variable at fault.
+ * - opends_driver_open() and opends_driver_close() are not thread-safe; every
+ *   other call is, once open has returned. Any call other than open made
+ *   while the driver is closed fails with OPENDS_DRIVER_NOT_INITIALIZED (or
+ *   its negation).
+ * - Deregistering or closing anything (a handle, a buffer, a stream, the
+ *   driver) while I/O is in flight on it is undefined, as is closing an fd
+ *   that another thread is reading.
+ *
+ * Porting from cuFile
+ * -------------------
+ *   cuFile                           OpenDS
+ *   cuFileDriverOpen / Close         opends_driver_open / opends_driver_close
+ *   cuFileDriverGetProperties        opends_driver_get_properties (sizes in
+ *                                    bytes, not KiB)
+ *   cuFileGetVersion                 opends_get_version
+ *   cuFileHandleRegister(&fh, &descr)opends_handle_register(&fh, fd)  (a plain
+ *                                    fd; no CUfileDescr_t)
+ *   cuFileHandleDeregister           opends_handle_deregister
+ *   cuFileBufRegister / Deregister   opends_buf_register / opends_buf_deregister
+ *   cuFileRead / cuFileWrite         opends_sync_read / opends_sync_write
+ *   (none)                           opends_async_read / _write / _await / _poll
+ *   cuFileReadAsync / WriteAsync     opends_stream_read / opends_stream_write
+ *   cuFileStreamRegister / Dereg.    opends_stream_register / _deregister
+ *   (cudaStreamSynchronize)          opends_stream_synchronize (also works
+ *                                    for host-ordered queues)
+ *   cuFileBatchIOSetUp               opends_batch_setup
+ *   cuFileBatchIOSubmit              opends_batch_submit
+ *   cuFileBatchIOGetStatus           opends_batch_get_status
+ *   cuFileBatchIOCancel / Destroy    opends_batch_cancel / opends_batch_destroy
+ *   CUfileError_t {err, cu_err}      opends_error_t {err, backend_err}
+ *   CU_FILE_<NAME> (5001..5047)      OPENDS_<NAME>, same numeric values
+ *   cuFileGetErrorString             opends_op_status_error
+ *   CUfileIOParams_t / IOEvents_t    opends_io_params_t / opends_io_events_t
+ *   CUFILE_READ / WRITE, CUFILE_BATCH OPENDS_READ / WRITE, OPENDS_BATCH
+ *   CUFILE_WAITING .. CUFILE_FAILED  OPENDS_WAITING .. OPENDS_FAILED (same bits)
+ * Differences worth knowing: alignment is never the caller's problem (any
+ * size and offset works on every backend); a read-only fd cannot be written
+ * through (-EBADF); memory registration is an optimisation, never required.
+ */
+#ifndef OPENDS_H
+#define OPENDS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define OPENDS_VERSION_MAJOR 0
+#define OPENDS_VERSION_MINOR 1
+#define OPENDS_VERSION_PATCH 0
+
+#if defined(__GNUC__)
+#define OPENDS_API __attribute__((visibility("default")))
+#else
+#define OPENDS_API
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Errors                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* The one list of error codes: X(NAME, value, "string"). It generates the
+ * enum below and the strings of opends_op_status_error(). Values equal
+ * cuFile's CU_FILE_* codes; 5021 and 5032 are unused, as there. */
+#define OPENDS_ERROR_LIST(X) \
+	X(SUCCESS, 0, "success") \
+	X(DRIVER_NOT_INITIALIZED, 5001, "driver is not open") \
+	X(DRIVER_INVALID_PROPS, 5002, "invalid driver configuration") \
+	X(DRIVER_UNSUPPORTED_LIMIT, 5003, "configuration value out of range") \
+	X(DRIVER_VERSION_MISMATCH, 5004, "driver version mismatch") \
+	X(DRIVER_VERSION_READ_ERROR, 5005, "driver version could not be read") \
+	X(DRIVER_CLOSING, 5006, "driver is closing") \
+	X(PLATFORM_NOT_SUPPORTED, 5007, "backend not supported on this platform") \
+	X(IO_NOT_SUPPORTED, 5008, "operation not supported on this file") \
+	X(DEVICE_NOT_SUPPORTED, 5009, "operation not supported on this device") \
+	X(FS_DRIVER_ERROR, 5010, "file system driver error") \
+	X(DEVICE_DRIVER_ERROR, 5011, "accelerator driver error") \
+	X(POINTER_INVALID, 5012, "invalid memory pointer") \
+	X(MEMORY_TYPE_INVALID, 5013, "memory type not supported by this backend") \
+	X(POINTER_RANGE_ERROR, 5014, "pointer range exceeds the allocation") \
+	X(CONTEXT_MISMATCH, 5015, "accelerator context differs from the one captured at driver open") \
+	X(INVALID_MAPPING_SIZE, 5016, "access beyond the pinned size") \
+	X(INVALID_MAPPING_RANGE, 5017, "access beyond the registered buffer") \
+	X(INVALID_FILE_TYPE, 5018, "not a regular file or block device") \
+	X(INVALID_FILE_OPEN_FLAG, 5019, "unsupported file open flags") \
+	X(DIO_NOT_SET, 5020, "O_DIRECT not set on the file descriptor") \
+	X(INVALID_VALUE, 5022, "invalid argument") \
+	X(MEMORY_ALREADY_REGISTERED, 5023, "memory range already registered") \
+	X(MEMORY_NOT_REGISTERED, 5024, "memory not registered") \
+	X(PERMISSION_DENIED, 5025, "permission denied") \
+	X(DRIVER_ALREADY_OPEN, 5026, "driver is already open") \
+	X(HANDLE_NOT_REGISTERED, 5027, "file handle is not registered") \
+	X(HANDLE_ALREADY_REGISTERED, 5028, "file descriptor is already registered") \
+	X(DEVICE_NOT_FOUND, 5029, "accelerator device not found") \
+	X(INTERNAL_ERROR, 5030, "internal error") \
+	X(GETNEWFD_FAILED, 5031, "could not open a new file descriptor") \
+	X(FS_SETUP_ERROR, 5033, "file system setup error") \
+	X(IO_DISABLED, 5034, "I/O disabled by configuration for this file") \
+	X(BATCH_SUBMIT_FAILED, 5035, "batch submission failed") \
+	X(MEMORY_PINNING_FAILED, 5036, "memory pinning failed") \
+	X(BATCH_FULL, 5037, "batch is full") \
+	X(ASYNC_NOT_SUPPORTED, 5038, "stream operation not supported") \
+	X(NOMEM_ERROR, 5043, "out of memory") \
+	X(IO_ERROR, 5044, "I/O error") \
+	X(INVALID_CONTEXT_ERROR, 5047, "invalid accelerator context")
+
+typedef enum opends_op_error {
+#define OPENDS_X_ENUM(name, value, str) OPENDS_##name = value,
+	OPENDS_ERROR_LIST(OPENDS_X_ENUM)
+#undef OPENDS_X_ENUM
+} opends_op_error_t;
+
+/* err: the OpenDS code. backend_err: errno of a failed system call, or the
+ * accelerator driver's result code (a CUresult for CUDA), else 0. */
+typedef struct opends_error {
+	opends_op_error_t err;
+	int backend_err;
+} opends_error_t;
+
+/*
+ * A string for any code: an opends_op_error_t, its negation, or a (negated)
+ * errno as returned by the ssize_t functions. Never NULL; unknown codes give
+ * "unknown error".
+ */
+OPENDS_API const char *opends_op_status_error(int code);
+
+/*
+ * A sentence about the last failure of a call made on this thread, naming
+ * the argument or configuration variable at fault; "" if no call on this
+ * thread has failed. Successful calls leave it as it was. The string stays
+ * valid until the next failing call on the same thread.
+ */
+OPENDS_API const char *opends_last_error_detail(void);
+
+/* ------------------------------------------------------------------------ */
+/* Driver and configuration                                                 */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Open the library: read and validate the configuration from the
+ * environment, choose the backend and start it.
+ *
+ * Environment (an empty value means unset; every variable is validated at
+ * every open whichever backend is chosen; a value that is not a number, is
+ * out of range or names nothing known fails the open with
+ * OPENDS_DRIVER_INVALID_PROPS and a detail naming the variable):
+ *   OPENDS_BACKEND      auto (default) or a backend's name: ref, uring, ...
+ *                       auto takes the fastest backend that works here.
+ *   OPENDS_ACCEL        auto (default), cuda or host: the accelerator layer.
+ *   OPENDS_IO_THREADS   worker threads, 1..256.
+ *   OPENDS_QUEUE_DEPTH  operations in flight per worker, 1..4096.
+ *   OPENDS_CHUNK_SIZE   bytes per staged chunk, 4 KiB..1 GiB, a multiple of
+ *                       4096; suffixes k, m, g (binary) accepted.
+ *   OPENDS_CPU_MASK     hex mask of CPUs for the workers (worker i on set
+ *                       bit i mod popcount); 0 or unset = scheduler decides.
+ *   OPENDS_IDLE_SPIN    µs an idle worker spins before sleeping, 0..1000000,
+ *                       or "busy" to never sleep.
+ *   OPENDS_ASSUME_ALIGNED_ONLY  0 or 1: 1 promises 4 KiB-aligned offsets and
+ *                       sizes; unaligned I/O then fails with
+ *                       -OPENDS_INVALID_VALUE.
+ * Variables a backend does not use are still validated.
+ *
+ * Errors: OPENDS_DRIVER_ALREADY_OPEN (open twice), OPENDS_DRIVER_INVALID_PROPS
+ * (bad configuration), OPENDS_PLATFORM_NOT_SUPPORTED (the named backend
+ * cannot run here; the detail says why), OPENDS_NOMEM_ERROR,
+ * OPENDS_INTERNAL_ERROR (backend_err = errno).
+ */
+OPENDS_API opends_error_t opends_driver_open(void);
+
+/*
+ * Close the library, waiting for I/O still in flight. Handles, buffers,
+ * streams and batches still registered are released.
+ * Errors: OPENDS_DRIVER_NOT_INITIALIZED when not open.
+ */
+OPENDS_API opends_error_t opends_driver_close(void);
+
+typedef struct opends_drv_props {
+	unsigned major_version, minor_version;
+	size_t max_direct_io_size;     /* bytes moved by one backend request  */
+	unsigned max_batch_io_size;    /* largest max_nr of opends_batch_setup */
+	unsigned max_batch_io_timeout_msecs;
+	unsigned reserved[8];          /* zero */
+} opends_drv_props_t;
+
+/* Errors: OPENDS_INVALID_VALUE (props NULL), OPENDS_DRIVER_NOT_INITIALIZED. */
+OPENDS_API opends_error_t opends_driver_get_properties(opends_drv_props_t *props);
+
+/* The library's version; any pointer may be NULL. Works with the driver
+ * closed. Never fails. */
+OPENDS_API opends_error_t opends_get_version(unsigned *major, unsigned *minor, unsigned *patch);
+
+/* The active backend's name ("ref", "uring", "gds", ...); NULL when the
+ * driver is closed. */
+OPENDS_API const char *opends_driver_backend(void);
+
+/* ------------------------------------------------------------------------ */
+/* Handles and buffers                                                      */
+/* ------------------------------------------------------------------------ */
+
+typedef struct opends_handle *opends_handle_t;
+
+/*
+ * Register an open file descriptor (with or without O_DIRECT; regular file
+ * or block device). The fd stays the caller's: it is not closed by
+ * deregistration, and must stay open while the handle is registered. The
+ * access mode of the fd is kept: writing through a read-only handle, or
+ * reading through a write-only one, fails with -EBADF.
+ * Errors: OPENDS_INVALID_VALUE (fh NULL; fd negative or closed, with
+ * backend_err = EBADF), OPENDS_INVALID_FILE_TYPE (not a regular file or a
+ * block device), OPENDS_HANDLE_ALREADY_REGISTERED (this fd is registered),
+ * OPENDS_NOMEM_ERROR, OPENDS_DRIVER_NOT_INITIALIZED.
+ */
+OPENDS_API opends_error_t opends_handle_register(opends_handle_t *fh, int fd);
+
+/* Errors: OPENDS_INVALID_VALUE (NULL), OPENDS_HANDLE_NOT_REGISTERED,
+ * OPENDS_DRIVER_NOT_INITIALIZED. */
+OPENDS_API opends_error_t opends_handle_deregister(opends_handle_t fh);
+
+/*
+ * Register [buf, buf + size) of host or accelerator memory for I/O: the
+ * library may pin or map it so later I/O on it is faster. I/O on
+ * unregistered memory works too. flags must be 0.
+ * Errors: OPENDS_INVALID_VALUE (buf NULL, size 0, flags != 0, range wraps),
+ * OPENDS_MEMORY_ALREADY_REGISTERED (overlaps a registered range),
+ * OPENDS_MEMORY_PINNING_FAILED, OPENDS_NOMEM_ERROR,
+ * OPENDS_DRIVER_NOT_INITIALIZED.
+ */
+OPENDS_API opends_error_t opends_buf_register(const void *buf, size_t size, int flags);
+
+/* buf must be the base of a registered range.
+ * Errors: OPENDS_INVALID_VALUE (NULL), OPENDS_MEMORY_NOT_REGISTERED,
+ * OPENDS_DRIVER_NOT_INITIALIZED. */
+OPENDS_API opends_error_t opends_buf_deregister(const void *buf);
+
+/* ------------------------------------------------------------------------ */
+/* Synchronous I/O                                                          */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Read up to size bytes at file_offset into buf + buf_offset; returns the
+ * bytes read, fewer at EOF, 0 at or past EOF and for size 0. Nothing outside
+ * [buf + buf_offset, buf + buf_offset + returned) is written, whatever the
+ * library reads underneath. Any size and offsets work.
+ * If buf + buf_offset lies inside a registered range, the whole target must
+ * too (else -OPENDS_INVALID_MAPPING_RANGE).
+ * Errors: -OPENDS_INVALID_VALUE (buf NULL, negative offsets, size >
+ * SSIZE_MAX, file_offset + size overflowing off_t),
+ * -OPENDS_HANDLE_NOT_REGISTERED, -OPENDS_INVALID_MAPPING_RANGE,
+ * -OPENDS_CONTEXT_MISMATCH, -OPENDS_DRIVER_NOT_INITIALIZED, -errno from
+ * the operating system (-EBADF for a write-only fd, -EIO, ...).
+ */
+OPENDS_API ssize_t opends_sync_read(opends_handle_t fh, void *buf, size_t size, off_t file_offset,
+				    off_t buf_offset);
+
+/*
+ * Write size bytes from buf + buf_offset at file_offset; returns size or a
+ * negated error. Concurrent writes to disjoint byte ranges never lose each
+ * other's data, even inside one disk block (as with pwrite).
+ * Errors: as opends_sync_read; -EBADF for a read-only fd, -ENOSPC, ...
+ */
+OPENDS_API ssize_t opends_sync_write(opends_handle_t fh, const void *buf, size_t size, off_t file_offset,
+				     off_t buf_offset);
+
+/* ------------------------------------------------------------------------ */
+/* Async I/O: per-operation futures (no cuFile counterpart)                 */
+/* ------------------------------------------------------------------------ */
+
+/* Caller-owned completion record. Keep it at the same address from submit
+ * until it has been awaited (or polled to 1). Contents are private. */
+typedef struct opends_async_future {
+	uint64_t opaque[8]; /* 64 bytes, 8-byte aligned */
+} opends_async_future_t;
+
+/*
+ * Start a read (write) and return at once; the result is collected with
+ * opends_async_await or opends_async_poll. Submission never fails for lack
+ * of room: when the library's queues are full it waits for room.
+ * Argument errors (the list of opends_sync_read, plus OPENDS_INVALID_VALUE
+ * for a NULL future) are returned here and nothing is started; I/O errors
+ * come from await.
+ */
+OPENDS_API opends_error_t opends_async_read(opends_handle_t fh, void *buf, size_t size, off_t file_offset,
+					    off_t buf_offset, opends_async_future_t *future);
+OPENDS_API opends_error_t opends_async_write(opends_handle_t fh, const void *buf, size_t size,
+					     off_t file_offset, off_t buf_offset,
+					     opends_async_future_t *future);
+
+/*
+ * Wait for the operation and return its result as opends_sync_* would.
+ * Awaiting a completed future again returns the same result; futures may be
+ * awaited in any order. A future that was never submitted (all zero bytes)
+ * gives -OPENDS_INVALID_VALUE, as does NULL.
+ */
+OPENDS_API ssize_t opends_async_await(opends_async_future_t *future);
+
+/* 1 if the operation has completed, 0 if it is still running; never
+ * blocks. -OPENDS_INVALID_VALUE for NULL or a never-submitted future. */
+OPENDS_API int opends_async_poll(opends_async_future_t *future);
+
+/* ------------------------------------------------------------------------ */
+/* Stream-ordered I/O (cuFileReadAsync / cuFileWriteAsync)                  */
+/* ------------------------------------------------------------------------ */
+
+/* The accelerator's stream (a CUstream for CUDA). NULL is the default
+ * stream; without an accelerator, a library-owned host-ordered queue. */
+typedef void *opends_stream_t;
+
+#define OPENDS_STREAM_FIXED_BUF_OFFSET 1u
+#define OPENDS_STREAM_FIXED_FILE_OFFSET 2u
+#define OPENDS_STREAM_FIXED_FILE_SIZE 4u
+#define OPENDS_STREAM_PAGE_ALIGNED_INPUTS 8u
+
+/* Create a new non-blocking accelerator stream, or without an accelerator a
+ * library-owned host-ordered queue. Errors: OPENDS_INVALID_VALUE (NULL),
+ * OPENDS_NOMEM_ERROR, OPENDS_DEVICE_DRIVER_ERROR, NOT_INITIALIZED. */
+OPENDS_API opends_error_t opends_stream_create(opends_stream_t *stream);
+
+/* Wait for OpenDS work queued on it, then destroy a stream made by
+ * opends_stream_create. Errors: OPENDS_INVALID_VALUE (NULL or not made by
+ * opends_stream_create). */
+OPENDS_API opends_error_t opends_stream_destroy(opends_stream_t stream);
+
+/* Optional hints (OPENDS_STREAM_* bits). Unknown bits: OPENDS_INVALID_VALUE.
+ * Registering twice replaces the flags. */
+OPENDS_API opends_error_t opends_stream_register(opends_stream_t stream, unsigned flags);
+/* Errors: OPENDS_INVALID_VALUE (stream not registered). */
+OPENDS_API opends_error_t opends_stream_deregister(opends_stream_t stream);
+
+/*
+ * Enqueue a read on stream: it starts after all earlier work on the stream,
+ * and later work waits for it. *size, *file_offset and *buf_offset are read
+ * when the stream reaches the operation, so they (and *bytes_read) must stay
+ * valid until then; the result (bytes or a negated error, as
+ * opends_sync_read) is written to *bytes_read when it completes.
+ * Submit reports argument errors only: OPENDS_INVALID_VALUE (a NULL
+ * pointer, unknown stream), OPENDS_HANDLE_NOT_REGISTERED,
+ * OPENDS_CONTEXT_MISMATCH, OPENDS_DRIVER_NOT_INITIALIZED. Checks of the
+ * values behind the pointers happen when the stream reaches the operation
+ * and land in *bytes_read.
+ */
+OPENDS_API opends_error_t opends_stream_read(opends_handle_t fh, void *buf, size_t *size, off_t *file_offset,
+					     off_t *buf_offset, ssize_t *bytes_read, opends_stream_t stream);
+OPENDS_API opends_error_t opends_stream_write(opends_handle_t fh, const void *buf, size_t *size,
+					      off_t *file_offset, off_t *buf_offset, ssize_t *bytes_written,
+					      opends_stream_t stream);
+
+/* Wait until everything OpenDS queued on the stream has completed (and, on
+ * an accelerator stream, all work before it). */
+OPENDS_API opends_error_t opends_stream_synchronize(opends_stream_t stream);
+
+/* ------------------------------------------------------------------------ */
+/* Batch I/O (cuFileBatchIO*)                                               */
+/* ------------------------------------------------------------------------ */
+
+typedef struct opends_batch *opends_batch_t;
+
+typedef enum opends_opcode { OPENDS_READ = 0, OPENDS_WRITE = 1 } opends_opcode_t;
+typedef enum opends_batch_mode { OPENDS_BATCH = 1 } opends_batch_mode_t;
+typedef enum opends_status {
+	OPENDS_WAITING = 0x1,
+	OPENDS_PENDING = 0x2,
+	OPENDS_INVALID = 0x4,
+	OPENDS_CANCELED = 0x8,
+	OPENDS_COMPLETE = 0x10,
+	OPENDS_TIMEOUT = 0x20,
+	OPENDS_FAILED = 0x40,
+} opends_status_t;
+
+typedef struct opends_io_params {
+	opends_batch_mode_t mode; /* OPENDS_BATCH */
+	union {
+		struct {
+			void *buf_base;
+			off_t file_offset;
+			off_t buf_offset;
+			size_t size;
+		} batch;
+	} u;
+	opends_handle_t fh;
+	opends_opcode_t opcode;
+	void *cookie;
+} opends_io_params_t;
+
+typedef struct opends_io_events {
+	void *cookie;
+	opends_status_t status;
+	ssize_t ret; /* bytes moved, or a negated error for OPENDS_FAILED */
+} opends_io_events_t;
+
+/* A batch able to hold max_nr entries in flight (1..max_batch_io_size).
+ * Errors: OPENDS_INVALID_VALUE, OPENDS_NOMEM_ERROR, NOT_INITIALIZED. */
+OPENDS_API opends_error_t opends_batch_setup(opends_batch_t *batch, unsigned max_nr);
+
+/*
+ * Submit nr entries; all or nothing. Entries of one submit run in no
+ * particular order. flags must be 0.
+ * Errors: OPENDS_INVALID_VALUE (NULL, unknown batch, nr 0, flags, an entry
+ * with a bad mode, opcode, NULL buffer, negative offsets, size >
+ * SSIZE_MAX; the detail names the entry), OPENDS_HANDLE_NOT_REGISTERED,
+ * OPENDS_INVALID_MAPPING_RANGE, OPENDS_BATCH_FULL (entries in flight plus
+ * nr would exceed max_nr), OPENDS_CONTEXT_MISMATCH, NOT_INITIALIZED.
+ */
+OPENDS_API opends_error_t opends_batch_submit(opends_batch_t batch, unsigned nr, opends_io_params_t *params,
+					      unsigned flags);
+
+/*
+ * Collect completions. *nr is the room in events on entry and the number
+ * delivered on return; each completion is delivered once. Waits until at
+ * least min_nr (capped at *nr and at the entries still undelivered) are
+ * ready; with a timeout, returns whatever is ready when it expires.
+ * Status: OPENDS_COMPLETE with ret = bytes (short at EOF included),
+ * OPENDS_FAILED with ret = negated error, OPENDS_CANCELED.
+ * Errors: OPENDS_INVALID_VALUE (NULL batch/nr/events with *nr > 0, unknown
+ * batch, negative or invalid timeout), NOT_INITIALIZED.
+ */
+OPENDS_API opends_error_t opends_batch_get_status(opends_batch_t batch, unsigned min_nr, unsigned *nr,
+						  opends_io_events_t *events, struct timespec *timeout);
+
+/* Cancel entries that have not started; those running finish. Cancelled
+ * entries are delivered as OPENDS_CANCELED. Returns once nothing of the
+ * batch is running. */
+OPENDS_API opends_error_t opends_batch_cancel(opends_batch_t batch);
+
+/* Wait for entries still in flight and free the batch. */
+OPENDS_API opends_error_t opends_batch_destroy(opends_batch_t batch);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* OPENDS_H */
