@@ -1,0 +1,186 @@
+/* Configuration from the environment, read and validated at every driver
+ * open. Each variable is a row of one table: its name, what it accepts (for
+ * the error detail) and its parser. A bad value fails the open with
+ * OPENDS_DRIVER_INVALID_PROPS whichever backend would have used it. */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ods.h"
+
+/* Backend names known to the project, built here or not: naming one that
+ * was not built is a platform problem, naming anything else a typo. */
+static const char *const known_backends[] = { "ref", "uring", "gds" };
+
+/* Parse an unsigned decimal (or 0x hex when hex) number without sign,
+ * spaces or junk. Returns false on any of those or overflow. */
+static bool parse_u64(const char *s, uint64_t *out, bool hex)
+{
+	int base = 10;
+	if (hex) {
+		base = 16;
+		if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+			s += 2;
+	}
+	if (!*s)
+		return false;
+	uint64_t v = 0;
+	for (; *s; s++) {
+		int d;
+		if (isdigit((unsigned char)*s))
+			d = *s - '0';
+		else if (hex && isxdigit((unsigned char)*s))
+			d = tolower((unsigned char)*s) - 'a' + 10;
+		else
+			return false;
+		if (v > (UINT64_MAX - (uint64_t)d) / (uint64_t)base)
+			return false;
+		v = v * (uint64_t)base + (uint64_t)d;
+	}
+	*out = v;
+	return true;
+}
+
+static bool in_range(const char *s, uint64_t lo, uint64_t hi, uint64_t *v)
+{
+	return parse_u64(s, v, false) && *v >= lo && *v <= hi;
+}
+
+static bool p_backend(struct ods_config *c, const char *s)
+{
+	bool known = strcmp(s, "auto") == 0;
+	for (size_t i = 0; !known && i < sizeof(known_backends) / sizeof(*known_backends); i++)
+		known = strcmp(s, known_backends[i]) == 0;
+	if (!known)
+		return false;
+	snprintf(c->backend, sizeof(c->backend), "%s", s);
+	return true;
+}
+
+static bool p_accel(struct ods_config *c, const char *s)
+{
+	if (strcmp(s, "auto") && strcmp(s, "cuda") && strcmp(s, "host") && strcmp(s, "hostdev"))
+		return false;
+	snprintf(c->accel, sizeof(c->accel), "%s", s);
+	return true;
+}
+
+static bool p_threads(struct ods_config *c, const char *s)
+{
+	uint64_t v;
+	if (!in_range(s, 1, 256, &v))
+		return false;
+	c->io_threads = (unsigned)v;
+	return true;
+}
+
+static bool p_depth(struct ods_config *c, const char *s)
+{
+	uint64_t v;
+	if (!in_range(s, 1, 4096, &v))
+		return false;
+	c->queue_depth = (unsigned)v;
+	return true;
+}
+
+static bool p_chunk(struct ods_config *c, const char *s)
+{
+	char num[32];
+	size_t n = strlen(s);
+	uint64_t mult = 1, v;
+	if (n == 0 || n >= sizeof(num))
+		return false;
+	memcpy(num, s, n + 1);
+	switch (tolower((unsigned char)num[n - 1])) {
+	case 'k': mult = 1ull << 10; break;
+	case 'm': mult = 1ull << 20; break;
+	case 'g': mult = 1ull << 30; break;
+	default: break;
+	}
+	if (mult != 1)
+		num[n - 1] = '\0';
+	if (!parse_u64(num, &v, false) || v > (1ull << 30) / mult)
+		return false;
+	v *= mult;
+	if (v < ODS_ALIGN || v % ODS_ALIGN)
+		return false;
+	c->chunk_size = (size_t)v;
+	return true;
+}
+
+static bool p_mask(struct ods_config *c, const char *s)
+{
+	return parse_u64(s, &c->cpu_mask, true);
+}
+
+static bool p_spin(struct ods_config *c, const char *s)
+{
+	uint64_t v;
+	if (strcmp(s, "busy") == 0) {
+		c->idle_spin_us = -1;
+		return true;
+	}
+	if (!in_range(s, 0, 1000000, &v))
+		return false;
+	c->idle_spin_us = (long)v;
+	return true;
+}
+
+static bool p_aligned(struct ods_config *c, const char *s)
+{
+	if (strcmp(s, "0") && strcmp(s, "1"))
+		return false;
+	c->aligned_only = s[0] == '1';
+	return true;
+}
+
+static const struct {
+	const char *name;
+	const char *accepts;
+	bool (*parse)(struct ods_config *c, const char *s);
+} vars[] = {
+	{ "OPENDS_BACKEND", "auto, ref, uring or gds", p_backend },
+	{ "OPENDS_ACCEL", "auto, cuda, host or hostdev", p_accel },
+	{ "OPENDS_IO_THREADS", "an integer from 1 to 256", p_threads },
+	{ "OPENDS_QUEUE_DEPTH", "an integer from 1 to 4096", p_depth },
+	{ "OPENDS_CHUNK_SIZE", "a size from 4k to 1g that is a multiple of 4096 (suffix k, m or g allowed)",
+	  p_chunk },
+	{ "OPENDS_CPU_MASK", "a hexadecimal CPU mask of at most 64 bits, e.g. 0xf0", p_mask },
+	{ "OPENDS_IDLE_SPIN", "microseconds from 0 to 1000000, or busy", p_spin },
+	{ "OPENDS_ASSUME_ALIGNED_ONLY", "0 or 1", p_aligned },
+};
+
+static void defaults(struct ods_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	strcpy(c->backend, "auto");
+	strcpy(c->accel, "auto");
+	c->idle_spin_us = -2;
+}
+
+int ods_config_parse(struct ods_config *cfg, const char *name, const char *value)
+{
+	for (size_t i = 0; i < sizeof(vars) / sizeof(*vars); i++) {
+		if (strcmp(vars[i].name, name))
+			continue;
+		if (!value || !*value)
+			return 0; /* empty = unset */
+		if (!vars[i].parse(cfg, value))
+			return ods_fail(OPENDS_DRIVER_INVALID_PROPS, "%s=\"%.64s\" is invalid: it accepts %s",
+					name, value, vars[i].accepts);
+		return 0;
+	}
+	return ods_fail(OPENDS_DRIVER_INVALID_PROPS, "%s is not a configuration variable", name);
+}
+
+int ods_config_load(struct ods_config *cfg)
+{
+	defaults(cfg);
+	for (size_t i = 0; i < sizeof(vars) / sizeof(*vars); i++) {
+		int rc = ods_config_parse(cfg, vars[i].name, getenv(vars[i].name));
+		if (rc)
+			return rc;
+	}
+	return 0;
+}

@@ -1,0 +1,173 @@
+/* Driver lifecycle: configuration, choice of accelerator layer and
+ * backend, and the properties the caller can query. */
+#include <stdio.h>
+#include <string.h>
+
+#include "ods.h"
+
+struct ods_driver ods_drv;
+
+/* Order matters: auto takes the first backend whose probe succeeds, so the
+ * fastest come first. */
+const struct ods_backend *const ods_backends[] = {
+#ifdef ODS_HAVE_GDS
+	&ods_backend_gds,
+#endif
+#ifdef ODS_HAVE_URING
+	&ods_backend_uring,
+#endif
+	&ods_backend_ref,
+	NULL,
+};
+
+const struct ods_accel *const ods_accels[] = {
+#ifdef ODS_HAVE_CUDA
+	&ods_accel_cuda,
+#endif
+	&ods_accel_host,
+	&ods_accel_hostdev, /* only when asked for: auto stops at host */
+	NULL,
+};
+
+static int choose_accel(const struct ods_config *cfg, const struct ods_accel **out)
+{
+	char why[200] = "";
+	bool any = !strcmp(cfg->accel, "auto");
+	for (const struct ods_accel *const *a = ods_accels; *a; a++) {
+		if (!any && strcmp((*a)->name, cfg->accel))
+			continue;
+		int rc = (*a)->open(cfg, why, sizeof(why));
+		if (rc == 0) {
+			*out = *a;
+			return 0;
+		}
+		if (!any)
+			return ods_fail(rc, "OPENDS_ACCEL=%s cannot be used: %s", cfg->accel, why);
+	}
+	return ods_fail(OPENDS_PLATFORM_NOT_SUPPORTED, "OPENDS_ACCEL=%s: this build has no such accelerator layer",
+			cfg->accel);
+}
+
+static int choose_backend(const struct ods_config *cfg, const struct ods_backend **out)
+{
+	char why[200] = "";
+	bool any = !strcmp(cfg->backend, "auto");
+	for (const struct ods_backend *const *b = ods_backends; *b; b++) {
+		if (!any && strcmp((*b)->name, cfg->backend))
+			continue;
+		why[0] = '\0';
+		int rc = (*b)->probe ? (*b)->probe(cfg, why, sizeof(why)) : 0;
+		if (rc == 0) {
+			*out = *b;
+			return 0;
+		}
+		if (!any)
+			return ods_fail(rc, "OPENDS_BACKEND=%s cannot run here: %s", cfg->backend, why);
+	}
+	return ods_fail(OPENDS_PLATFORM_NOT_SUPPORTED, "OPENDS_BACKEND=%s: this build does not include it",
+			cfg->backend);
+}
+
+OPENDS_API opends_error_t opends_driver_open(void)
+{
+	if (ods_is_open())
+		return ods_err(ods_fail(OPENDS_DRIVER_ALREADY_OPEN, "opends_driver_open: the driver is already open"),
+			       0);
+	struct ods_driver d = { 0 };
+	int rc = ods_config_load(&d.cfg);
+	if (rc)
+		return ods_err(rc, 0);
+	if ((rc = choose_accel(&d.cfg, &d.accel)))
+		return ods_err(rc, 0);
+	if ((rc = choose_backend(&d.cfg, &d.be))) {
+		d.accel->close();
+		return ods_err(rc, 0);
+	}
+	ods_drv.cfg = d.cfg;
+	ods_drv.accel = d.accel;
+	ods_drv.be = d.be;
+	ods_registry_init();
+	if ((rc = d.be->open(&ods_drv.cfg, d.accel)))
+		goto fail_be;
+	if (!d.be->submit) {
+		unsigned threads = d.cfg.io_threads ? d.cfg.io_threads : 4;
+		unsigned depth = d.cfg.queue_depth ? d.cfg.queue_depth : 32;
+		ods_drv.pool = ods_pool_create(threads, threads * depth, &ods_drv.cfg);
+		if (!ods_drv.pool) {
+			rc = ods_fail(OPENDS_INTERNAL_ERROR, "opends_driver_open: could not start %u worker threads",
+				      threads);
+			goto fail_pool;
+		}
+	}
+	if ((rc = ods_streams_init()))
+		goto fail_streams;
+	atomic_store_explicit(&ods_drv.open, true, memory_order_release);
+	return ods_ok();
+
+fail_streams:
+	if (ods_drv.pool)
+		ods_pool_destroy(ods_drv.pool);
+	ods_drv.pool = NULL;
+fail_pool:
+	d.be->close();
+fail_be:
+	ods_registry_fini();
+	d.accel->close();
+	ods_drv.be = NULL;
+	ods_drv.accel = NULL;
+	return ods_err(rc, errno);
+}
+
+OPENDS_API opends_error_t opends_driver_close(void)
+{
+	if (!ods_is_open())
+		return ods_err(ods_fail(OPENDS_DRIVER_NOT_INITIALIZED, "opends_driver_close: the driver is not open"),
+			       0);
+	/* Drain everything that can still complete, then tear down in the
+	 * reverse order of open. */
+	ods_streams_fini();
+	ods_batches_fini();
+	if (ods_drv.pool)
+		ods_pool_destroy(ods_drv.pool);
+	ods_drv.pool = NULL;
+	atomic_store_explicit(&ods_drv.open, false, memory_order_release);
+	ods_registry_fini();
+	ods_drv.be->close();
+	ods_drv.accel->close();
+	ods_drv.be = NULL;
+	ods_drv.accel = NULL;
+	return ods_ok();
+}
+
+OPENDS_API opends_error_t opends_driver_get_properties(opends_drv_props_t *props)
+{
+	if (!ods_is_open())
+		return ods_err(ods_fail(OPENDS_DRIVER_NOT_INITIALIZED,
+					"opends_driver_get_properties: the driver is not open"),
+			       0);
+	if (!props)
+		return ods_err(ods_fail(OPENDS_INVALID_VALUE, "opends_driver_get_properties: props is NULL"), 0);
+	memset(props, 0, sizeof(*props));
+	props->major_version = OPENDS_VERSION_MAJOR;
+	props->minor_version = OPENDS_VERSION_MINOR;
+	props->max_direct_io_size = ods_drv.cfg.chunk_size ? ods_drv.cfg.chunk_size : (size_t)16 << 20;
+	props->max_batch_io_size = ODS_MAX_BATCH;
+	props->max_batch_io_timeout_msecs = 0;
+	return ods_ok();
+}
+
+OPENDS_API opends_error_t opends_get_version(unsigned *major, unsigned *minor, unsigned *patch)
+{
+	if (major)
+		*major = OPENDS_VERSION_MAJOR;
+	if (minor)
+		*minor = OPENDS_VERSION_MINOR;
+	if (patch)
+		*patch = OPENDS_VERSION_PATCH;
+	return ods_ok();
+}
+
+OPENDS_API const char *opends_driver_backend(void)
+{
+	return ods_is_open() ? ods_drv.be->name : NULL;
+}

@@ -1,0 +1,261 @@
+/* Validation shared by every I/O family, and the synchronous and
+ * future-based calls. Streams and batches (stream.c, batch.c) build on the
+ * same ods_io requests. */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ods.h"
+
+#define OFF_T_MAX ((off_t)INT64_MAX)
+
+static const char *opname(int opcode)
+{
+	return opcode == OPENDS_READ ? "read" : "write";
+}
+
+ssize_t ods_io_prepare(struct ods_io *io, int opcode, opends_handle_t fh, const void *buf, size_t size,
+		       off_t file_offset, off_t buf_offset)
+{
+	const char *op = opname(opcode);
+	if (!ods_is_open())
+		return -ods_fail(OPENDS_DRIVER_NOT_INITIALIZED, "%s: the driver is not open", op);
+	if (!fh)
+		return -ods_fail(OPENDS_INVALID_VALUE, "%s: fh is NULL", op);
+	struct ods_handle *h = ods_handle_lookup(fh);
+	if (!h)
+		return -ods_fail(OPENDS_HANDLE_NOT_REGISTERED, "%s: fh is not a registered handle", op);
+	if (!buf)
+		return -ods_fail(OPENDS_INVALID_VALUE, "%s: buf is NULL", op);
+	if (file_offset < 0)
+		return -ods_fail(OPENDS_INVALID_VALUE, "%s: file_offset %lld is negative", op, (long long)file_offset);
+	if (buf_offset < 0)
+		return -ods_fail(OPENDS_INVALID_VALUE, "%s: buf_offset %lld is negative", op, (long long)buf_offset);
+	if (size > (size_t)SSIZE_MAX)
+		return -ods_fail(OPENDS_INVALID_VALUE, "%s: size %zu is above SSIZE_MAX", op, size);
+	if ((uint64_t)size > (uint64_t)(OFF_T_MAX - file_offset))
+		return -ods_fail(OPENDS_INVALID_VALUE, "%s: file_offset + size overflows off_t", op);
+	uintptr_t b = (uintptr_t)buf;
+	if ((uint64_t)buf_offset > UINTPTR_MAX - b || (uintptr_t)buf_offset + b > UINTPTR_MAX - size)
+		return -ods_fail(OPENDS_INVALID_VALUE, "%s: buf + buf_offset + size wraps the address space", op);
+	uintptr_t t = b + (uintptr_t)buf_offset;
+
+	/* A target that starts inside a registered range must end inside it;
+	 * the registered range also tells the memory kind without asking the
+	 * accelerator. */
+	struct ods_region r;
+	enum ods_mem_kind kind;
+	if (ods_region_find(b, &r) || ods_region_find(t, &r)) {
+		if (t < r.base || t + size > r.base + r.size)
+			return -ods_fail(OPENDS_INVALID_MAPPING_RANGE,
+					 "%s: buf + buf_offset + size runs past the registered range [%p, +%zu)", op,
+					 (void *)r.base, r.size);
+		kind = r.kind;
+	} else {
+		kind = ods_drv.accel->classify((const void *)t);
+	}
+	if (kind == ODS_MEM_DEVICE && ods_drv.accel->check_context) {
+		int rc = ods_drv.accel->check_context();
+		if (rc)
+			return -ods_fail(rc, "%s: the calling thread's accelerator context is not the one "
+					     "captured at opends_driver_open", op);
+	}
+	if (ods_drv.cfg.aligned_only && ((uint64_t)file_offset % ODS_ALIGN || size % ODS_ALIGN))
+		return -ods_fail(OPENDS_INVALID_VALUE,
+				 "%s: file_offset %lld or size %zu is not 4096-aligned and "
+				 "OPENDS_ASSUME_ALIGNED_ONLY=1",
+				 op, (long long)file_offset, size);
+
+	memset(io, 0, sizeof(*io));
+	io->fh = h;
+	io->buf = (char *)t;
+	io->size = size;
+	io->off = file_offset;
+	io->opcode = (uint8_t)opcode;
+	io->mem = (uint8_t)kind;
+
+	/* The fd's access mode is the caller's promise of direction; every
+	 * backend keeps it, including those that reopen the file. */
+	if ((opcode == OPENDS_READ && h->accmode == O_WRONLY) || (opcode == OPENDS_WRITE && h->accmode == O_RDONLY))
+		return -ods_fail(EBADF, "%s: the file descriptor was opened %s", op,
+				 opcode == OPENDS_READ ? "write-only" : "read-only");
+	return 0;
+}
+
+void ods_io_submit(struct ods_io *io, bool may_block)
+{
+	if (ods_drv.be->submit)
+		ods_drv.be->submit(io, may_block);
+	else
+		ods_pool_push(ods_drv.pool, io, !may_block);
+}
+
+/* ---- waiting for one request ------------------------------------------ */
+
+enum { W_PENDING = 1, W_WAITER = 2, W_DONE = 3 };
+
+static void wait_done(atomic_uint *state)
+{
+	/* A short spin catches fast completions (hot 4 KiB reads) without a
+	 * futex round trip; then sleep. */
+	for (int i = 0; i < 200; i++) {
+		if (atomic_load_explicit(state, memory_order_acquire) == W_DONE)
+			return;
+		ods_cpu_relax();
+	}
+	unsigned s = atomic_load_explicit(state, memory_order_acquire);
+	while (s != W_DONE) {
+		if (s == W_PENDING) {
+			if (!atomic_compare_exchange_weak(state, &s, W_WAITER))
+				continue;
+			s = W_WAITER;
+		}
+		ods_futex_wait(state, s);
+		s = atomic_load_explicit(state, memory_order_acquire);
+	}
+}
+
+/* Mark done and wake a sleeper; nothing of *state is touched after the
+ * exchange except its address, which the futex call only uses as a key. */
+static void signal_done(atomic_uint *state)
+{
+	if (atomic_exchange_explicit(state, W_DONE, memory_order_acq_rel) == W_WAITER)
+		ods_futex_wake_all(state);
+}
+
+static void sync_done(struct ods_io *io)
+{
+	signal_done(io->owner);
+}
+
+ssize_t ods_io_run(struct ods_io *io)
+{
+	if (ods_drv.be->rw)
+		return ods_drv.be->rw(io);
+	atomic_uint state = W_PENDING;
+	io->owner = &state;
+	io->done = sync_done;
+	ods_io_submit(io, true);
+	wait_done(&state);
+	return io->result;
+}
+
+static ssize_t sync_rw(int opcode, opends_handle_t fh, const void *buf, size_t size, off_t file_offset,
+		       off_t buf_offset)
+{
+	struct ods_io io;
+	ssize_t r = ods_io_prepare(&io, opcode, fh, buf, size, file_offset, buf_offset);
+	if (r < 0 || size == 0)
+		return r;
+	return ods_io_run(&io);
+}
+
+OPENDS_API ssize_t opends_sync_read(opends_handle_t fh, void *buf, size_t size, off_t file_offset, off_t buf_offset)
+{
+	return sync_rw(OPENDS_READ, fh, buf, size, file_offset, buf_offset);
+}
+
+OPENDS_API ssize_t opends_sync_write(opends_handle_t fh, const void *buf, size_t size, off_t file_offset,
+				     off_t buf_offset)
+{
+	return sync_rw(OPENDS_WRITE, fh, buf, size, file_offset, buf_offset);
+}
+
+/* ---- futures ------------------------------------------------------------ */
+
+#define FUTURE_MAGIC 0x4f445346u /* "ODSF" */
+
+struct ods_future {
+	uint32_t magic;
+	atomic_uint state;
+	ssize_t result;
+};
+_Static_assert(sizeof(struct ods_future) <= sizeof(opends_async_future_t), "future fits the public type");
+_Static_assert(_Alignof(struct ods_future) <= _Alignof(opends_async_future_t), "future alignment");
+
+static void future_done(struct ods_io *io)
+{
+	struct ods_future *f = io->owner;
+	f->result = io->result;
+	free(io);
+	signal_done(&f->state);
+}
+
+static opends_error_t async_rw(int opcode, opends_handle_t fh, const void *buf, size_t size, off_t file_offset,
+			       off_t buf_offset, opends_async_future_t *future)
+{
+	const char *fn = opcode == OPENDS_READ ? "opends_async_read" : "opends_async_write";
+	if (!ods_is_open())
+		return ods_err(ods_fail(OPENDS_DRIVER_NOT_INITIALIZED, "%s: the driver is not open", fn), 0);
+	if (!future)
+		return ods_err(ods_fail(OPENDS_INVALID_VALUE, "%s: future is NULL", fn), 0);
+	struct ods_io *io = malloc(sizeof(*io));
+	if (!io)
+		return ods_err(ods_fail(OPENDS_NOMEM_ERROR, "%s: out of memory", fn), ENOMEM);
+	ssize_t r = ods_io_prepare(io, opcode, fh, buf, size, file_offset, buf_offset);
+	if (r <= -5000) {
+		free(io);
+		return ods_err((int)-r, 0);
+	}
+	struct ods_future *f = (struct ods_future *)future;
+	f->magic = FUTURE_MAGIC;
+	if (r < 0 || size == 0) {
+		/* nothing to move, or an OS-level error (EBADF): the future
+		 * completes at once with the result await will give */
+		f->result = r;
+		atomic_store_explicit(&f->state, W_DONE, memory_order_release);
+		free(io);
+		return ods_ok();
+	}
+	atomic_store_explicit(&f->state, W_PENDING, memory_order_relaxed);
+	io->owner = f;
+	io->done = future_done;
+	ods_io_submit(io, true);
+	return ods_ok();
+}
+
+OPENDS_API opends_error_t opends_async_read(opends_handle_t fh, void *buf, size_t size, off_t file_offset,
+					    off_t buf_offset, opends_async_future_t *future)
+{
+	return async_rw(OPENDS_READ, fh, buf, size, file_offset, buf_offset, future);
+}
+
+OPENDS_API opends_error_t opends_async_write(opends_handle_t fh, const void *buf, size_t size, off_t file_offset,
+					     off_t buf_offset, opends_async_future_t *future)
+{
+	return async_rw(OPENDS_WRITE, fh, buf, size, file_offset, buf_offset, future);
+}
+
+static struct ods_future *future_of(opends_async_future_t *future, const char *fn)
+{
+	struct ods_future *f = (struct ods_future *)future;
+	if (!f) {
+		ods_fail(OPENDS_INVALID_VALUE, "%s: future is NULL", fn);
+		return NULL;
+	}
+	if (f->magic != FUTURE_MAGIC) {
+		ods_fail(OPENDS_INVALID_VALUE, "%s: future was never submitted", fn);
+		return NULL;
+	}
+	return f;
+}
+
+OPENDS_API ssize_t opends_async_await(opends_async_future_t *future)
+{
+	struct ods_future *f = future_of(future, "opends_async_await");
+	if (!f)
+		return -OPENDS_INVALID_VALUE;
+	wait_done(&f->state);
+	if (f->result < 0)
+		ods_fail((int)-f->result, "opends_async_await: the operation failed: %s",
+			 opends_op_status_error((int)f->result));
+	return f->result;
+}
+
+OPENDS_API int opends_async_poll(opends_async_future_t *future)
+{
+	struct ods_future *f = future_of(future, "opends_async_poll");
+	if (!f)
+		return -OPENDS_INVALID_VALUE;
+	return atomic_load_explicit(&f->state, memory_order_acquire) == W_DONE;
+}

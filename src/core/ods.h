@@ -1,0 +1,251 @@
+/*
+ * Internal interfaces of OpenDS: what the core offers backends and
+ * accelerator layers, and what it expects of them. Nothing here is public.
+ *
+ * Layers:  include/opends.h (contract)
+ *          src/core/        validation, registries, dispatch, async engine
+ *          src/backends/X/  how bytes move between a file and memory
+ *          src/accel/X/     what memory is, pinned memory, copies, streams
+ */
+#ifndef ODS_INTERNAL_H
+#define ODS_INTERNAL_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "opends.h"
+
+#define ODS_HIDDEN __attribute__((visibility("hidden")))
+#define ODS_ALIGN 4096u /* block alignment used for O_DIRECT everywhere */
+#define ODS_MAX_BATCH 4096u
+
+#define ods_likely(x) __builtin_expect(!!(x), 1)
+#define ods_unlikely(x) __builtin_expect(!!(x), 0)
+
+static inline void ods_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+/* ---- errors ---------------------------------------------------------- */
+
+/* Record a sentence for opends_last_error_detail() and return code. */
+int ods_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static inline opends_error_t ods_err(int code, int backend_err)
+{
+	opends_error_t e = { (opends_op_error_t)code, backend_err };
+	return e;
+}
+static inline opends_error_t ods_ok(void)
+{
+	return ods_err(OPENDS_SUCCESS, 0);
+}
+
+/* ---- configuration (src/core/config.c) -------------------------------- */
+
+struct ods_config {
+	char backend[32];   /* "auto" or a backend name */
+	char accel[16];     /* "auto", "cuda", "host" or "hostdev" */
+	unsigned io_threads;  /* 0: backend default */
+	unsigned queue_depth; /* 0: backend default */
+	size_t chunk_size;    /* 0: backend default */
+	uint64_t cpu_mask;    /* 0: no pinning */
+	long idle_spin_us;    /* -1: never sleep ("busy"); -2: unset */
+	bool aligned_only;
+};
+
+/* Read and validate every OPENDS_* variable. 0 or an OPENDS_* code with the
+ * detail set. */
+int ods_config_load(struct ods_config *cfg);
+/* Parse one value; exposed for the fuzzers and tests. */
+int ods_config_parse(struct ods_config *cfg, const char *name, const char *value);
+
+/* ---- handles ---------------------------------------------------------- */
+
+struct ods_handle {
+	int fd;          /* the caller's fd */
+	int accmode;     /* O_RDONLY, O_WRONLY or O_RDWR of the caller's fd */
+	bool direct;     /* the caller's fd has O_DIRECT */
+	bool blockdev;
+	off_t blk_size;  /* block device: its size in bytes */
+	pthread_mutex_t twin_lock;
+	int twin_fd;     /* the same file opened the other way (direct <->
+			    buffered), same access mode; -1 not yet, -2 failed */
+	void *be;        /* backend's per-handle state */
+	uint64_t token;  /* the opends_handle_t given out */
+};
+
+/* The fd with O_DIRECT for this handle (the caller's or a twin), or -1. */
+int ods_handle_fd_direct(struct ods_handle *h);
+/* The fd without O_DIRECT for this handle (the caller's or a twin), or -1. */
+int ods_handle_fd_buffered(struct ods_handle *h);
+
+/* ---- memory ----------------------------------------------------------- */
+
+enum ods_mem_kind { ODS_MEM_HOST = 0, ODS_MEM_DEVICE = 1 };
+
+struct ods_region {  /* a registered buffer */
+	uintptr_t base;
+	size_t size;
+	enum ods_mem_kind kind;
+	void *accel_priv;  /* e.g. pinned-host registration */
+	void *be_priv;
+};
+
+/* ---- I/O requests: the one currency of the async engine ---------------- */
+
+struct ods_io;
+typedef void (*ods_io_done_fn)(struct ods_io *io);
+
+struct ods_io {
+	struct ods_handle *fh;
+	char *buf;               /* caller's buf + buf_offset */
+	size_t size;
+	off_t off;
+	uint8_t opcode;          /* OPENDS_READ or OPENDS_WRITE */
+	uint8_t mem;             /* enum ods_mem_kind of buf */
+	atomic_bool cancelled;   /* set by batch cancel; checked before start */
+	ssize_t result;          /* bytes or negated error */
+	ods_io_done_fn done;     /* called once, on any thread, when finished */
+	void *owner;             /* for done(): future, batch, stream, waiter */
+	struct ods_io *next;     /* queue link, owned by whoever queues it */
+	uintptr_t be_scratch[4]; /* backend's, while it holds the request */
+};
+
+/* Validate an operation and fill io. Returns 0, or a negated error: an
+ * OPENDS_* code the caller must refuse the submit with, or a -errno that is
+ * the operation's result (it fails "as I/O"). Checks the driver state,
+ * handle, pointers, offsets, overflow, registered ranges, memory kind and
+ * accelerator context. */
+ssize_t ods_io_prepare(struct ods_io *io, int opcode, opends_handle_t fh, const void *buf, size_t size,
+		       off_t file_offset, off_t buf_offset);
+/* Hand a prepared io (size > 0) to the backend; io->done is called later.
+ * With may_block, applies back-pressure: waits until there is room. Without
+ * it (completion callbacks that chain the next operation), never waits. */
+void ods_io_submit(struct ods_io *io, bool may_block);
+/* Run a prepared io to completion on this thread or the backend's. */
+ssize_t ods_io_run(struct ods_io *io);
+/* Backends call this when an io finished (sets result, calls done). */
+static inline void ods_io_complete(struct ods_io *io, ssize_t result)
+{
+	io->result = result;
+	io->done(io);
+}
+
+/* ---- waiting: futex-based one-shot completion ------------------------- */
+
+void ods_futex_wait(atomic_uint *addr, unsigned expected);
+void ods_futex_wake_all(atomic_uint *addr);
+
+/* ---- the core's worker pool: runs backend->rw on worker threads -------- */
+
+struct ods_pool;
+struct ods_pool *ods_pool_create(unsigned threads, unsigned capacity, const struct ods_config *cfg);
+void ods_pool_destroy(struct ods_pool *p); /* waits for queued work */
+/* may block for room unless force */
+void ods_pool_push(struct ods_pool *p, struct ods_io *io, bool force);
+/* pin the calling thread as worker i by cfg->cpu_mask (no-op when 0) */
+void ods_pin_worker(const struct ods_config *cfg, unsigned i);
+
+/* ---- accelerators: src/accel/accel.h --------------------------------- */
+#include "../accel/accel.h"
+
+/* ---- backends (src/backends/<name>/) ---------------------------------- */
+
+struct ods_backend {
+	const char *name;
+	const char *descr;
+	/* 0 when it can run here; else an OPENDS_* code with why[] filled */
+	int (*probe)(const struct ods_config *cfg, char *why, size_t why_len);
+	/* start: 0 or an OPENDS_* code (detail set) */
+	int (*open)(const struct ods_config *cfg, const struct ods_accel *accel);
+	void (*close)(void); /* after all I/O has drained */
+	/* optional per-handle hooks: 0 or an OPENDS_* code */
+	int (*handle_open)(struct ods_handle *h);
+	void (*handle_close)(struct ods_handle *h);
+	/* Synchronous transfer on the calling thread: bytes or negated error.
+	 * NULL: the core submits and waits. */
+	ssize_t (*rw)(struct ods_io *io);
+	/* Asynchronous transfer: take io, call ods_io_complete later; wait
+	 * for room only if may_block. NULL: the core's pool runs rw on its
+	 * workers. */
+	void (*submit)(struct ods_io *io, bool may_block);
+};
+
+extern const struct ods_backend ods_backend_ref;
+extern const struct ods_backend ods_backend_uring; /* src/backends/uring/ (ODS_HAVE_URING) */
+
+/* Built backends in the order auto tries them (first usable wins), and the
+ * accelerator layers likewise; NULL-terminated (src/core/driver.c). */
+extern const struct ods_backend *const ods_backends[];
+extern const struct ods_accel *const ods_accels[];
+
+/* ---- driver state (src/core/driver.c) ---------------------------------- */
+
+struct ods_driver {
+	atomic_bool open;
+	struct ods_config cfg;
+	const struct ods_backend *be;
+	const struct ods_accel *accel;
+	struct ods_pool *pool; /* when be->submit is NULL */
+};
+extern struct ods_driver ods_drv;
+
+static inline bool ods_is_open(void)
+{
+	return atomic_load_explicit(&ods_drv.open, memory_order_acquire);
+}
+
+/* ---- slot tables: objects named by index + generation tokens ---------- */
+
+/* Lookups of user-supplied names (handles, batches, host streams) go through
+ * a table of slots, so a stale or forged name is found missing instead of
+ * being dereferenced. A token is (generation << 32 | index + 1), never 0. */
+struct ods_slots {
+	pthread_rwlock_t lock;
+	void **obj;
+	uint32_t *gen;
+	uint32_t *freel;
+	uint32_t cap, nfree;
+};
+void ods_slots_init(struct ods_slots *s);
+uint64_t ods_slots_add(struct ods_slots *s, void *obj); /* 0 when out of memory */
+void *ods_slots_get(struct ods_slots *s, uint64_t token);
+void *ods_slots_take(struct ods_slots *s, uint64_t token); /* remove, return */
+/* remove every object, calling fn on each, and free the table */
+void ods_slots_fini(struct ods_slots *s, void (*fn)(void *obj));
+
+/* registries (src/core/registry.c) */
+int ods_registry_init(void);
+void ods_registry_fini(void);
+/* find the handle for a token; NULL if not registered */
+struct ods_handle *ods_handle_lookup(opends_handle_t fh);
+/* copy the region containing p into *out; false when none */
+bool ods_region_find(uintptr_t p, struct ods_region *out);
+
+/* streams and batches (src/core/stream.c, batch.c) */
+int ods_streams_init(void);
+void ods_streams_fini(void);
+void ods_batches_fini(void);
+
+/* helpers shared by backends (src/core/posix.c) */
+/* pread/pwrite the whole range, looping over short transfers and EINTR;
+ * stops early only at EOF (reads). Bytes or -errno. */
+ssize_t ods_pread_full(int fd, void *buf, size_t size, off_t off);
+ssize_t ods_pwrite_full(int fd, const void *buf, size_t size, off_t off);
+void *ods_aligned_alloc(size_t size); /* ODS_ALIGN-aligned, or NULL */
+
+#endif

@@ -1,0 +1,70 @@
+/* Small POSIX and Linux helpers shared by every backend. */
+#include <limits.h>
+#include <linux/futex.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "ods.h"
+
+/* Linux moves at most 0x7ffff000 bytes per call; stay below it. */
+#define MAX_RW ((size_t)1 << 30)
+
+ssize_t ods_pread_full(int fd, void *buf, size_t size, off_t off)
+{
+	size_t done = 0;
+	while (done < size) {
+		size_t n = size - done < MAX_RW ? size - done : MAX_RW;
+		ssize_t r = pread(fd, (char *)buf + done, n, off + (off_t)done);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			/* an error part-way is still an error: a read that
+			 * overlaps a bad range must not look like EOF */
+			return -errno;
+		}
+		if (r == 0)
+			break; /* EOF */
+		done += (size_t)r;
+	}
+	return (ssize_t)done;
+}
+
+ssize_t ods_pwrite_full(int fd, const void *buf, size_t size, off_t off)
+{
+	size_t done = 0;
+	while (done < size) {
+		size_t n = size - done < MAX_RW ? size - done : MAX_RW;
+		ssize_t r = pwrite(fd, (const char *)buf + done, n, off + (off_t)done);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			/* a write that stops part-way is an error: the caller
+			 * asked for all of it (ENOSPC after a partial write) */
+			return -errno;
+		}
+		if (r == 0)
+			return -EIO;
+		done += (size_t)r;
+	}
+	return (ssize_t)done;
+}
+
+void *ods_aligned_alloc(size_t size)
+{
+	void *p = NULL;
+	size = (size + ODS_ALIGN - 1) & ~(size_t)(ODS_ALIGN - 1);
+	if (posix_memalign(&p, ODS_ALIGN, size ? size : ODS_ALIGN))
+		return NULL;
+	return p;
+}
+
+void ods_futex_wait(atomic_uint *addr, unsigned expected)
+{
+	syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
+}
+
+void ods_futex_wake_all(atomic_uint *addr)
+{
+	syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}

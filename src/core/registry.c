@@ -1,0 +1,305 @@
+/* Registries of file handles and memory ranges. Both are read on every I/O
+ * and written rarely, so both sit behind reader-writer locks. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <linux/fs.h>
+
+#include "ods.h"
+
+static struct ods_slots handles;
+/* fds with a registered handle, to refuse registering one twice */
+static pthread_mutex_t fd_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint8_t *fd_used;
+static size_t fd_cap;
+
+/* registered memory: sorted by base, non-overlapping */
+static pthread_rwlock_t regions_lock = PTHREAD_RWLOCK_INITIALIZER;
+static struct ods_region *regions;
+static size_t nregions, regions_cap;
+
+int ods_registry_init(void)
+{
+	ods_slots_init(&handles);
+	return 0;
+}
+
+static void handle_free(struct ods_handle *h)
+{
+	if (ods_drv.be->handle_close)
+		ods_drv.be->handle_close(h);
+	if (h->twin_fd >= 0)
+		close(h->twin_fd);
+	pthread_mutex_destroy(&h->twin_lock);
+	free(h);
+}
+
+static void handle_free_cb(void *h)
+{
+	handle_free(h);
+}
+
+void ods_registry_fini(void)
+{
+	ods_slots_fini(&handles, handle_free_cb);
+	free(fd_used);
+	fd_used = NULL;
+	fd_cap = 0;
+	for (size_t i = 0; i < nregions; i++)
+		if (ods_drv.accel->buf_deregister)
+			ods_drv.accel->buf_deregister((void *)regions[i].base, regions[i].size, regions[i].kind,
+						      regions[i].accel_priv);
+	free(regions);
+	regions = NULL;
+	nregions = regions_cap = 0;
+}
+
+/* ---- handles ---------------------------------------------------------- */
+
+static bool fd_mark(int fd, bool used)
+{
+	if ((size_t)fd >= fd_cap) {
+		size_t ncap = fd_cap ? fd_cap : 1024;
+		while (ncap <= (size_t)fd)
+			ncap *= 2;
+		uint8_t *n = realloc(fd_used, ncap);
+		if (!n)
+			return false;
+		memset(n + fd_cap, 0, ncap - fd_cap);
+		fd_used = n;
+		fd_cap = ncap;
+	}
+	fd_used[fd] = used;
+	return true;
+}
+
+OPENDS_API opends_error_t opends_handle_register(opends_handle_t *fh, int fd)
+{
+	struct stat st;
+	int fl;
+
+	if (!ods_is_open())
+		return ods_err(ods_fail(OPENDS_DRIVER_NOT_INITIALIZED, "opends_handle_register: driver is not open"), 0);
+	if (!fh)
+		return ods_err(ods_fail(OPENDS_INVALID_VALUE, "opends_handle_register: fh is NULL"), 0);
+	if (fd < 0 || (fl = fcntl(fd, F_GETFL)) < 0 || fstat(fd, &st) < 0)
+		return ods_err(ods_fail(OPENDS_INVALID_VALUE, "opends_handle_register: fd %d is not an open file descriptor", fd),
+			       EBADF);
+	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
+		return ods_err(ods_fail(OPENDS_INVALID_FILE_TYPE,
+					"opends_handle_register: fd %d is neither a regular file nor a block device", fd),
+			       0);
+	if (fl & O_PATH)
+		return ods_err(ods_fail(OPENDS_INVALID_FILE_OPEN_FLAG,
+					"opends_handle_register: fd %d was opened with O_PATH and cannot do I/O", fd), 0);
+
+	struct ods_handle *h = calloc(1, sizeof(*h));
+	if (!h)
+		return ods_err(ods_fail(OPENDS_NOMEM_ERROR, "opends_handle_register: out of memory"), ENOMEM);
+	h->fd = fd;
+	h->accmode = fl & O_ACCMODE;
+	h->direct = (fl & O_DIRECT) != 0;
+	h->blockdev = S_ISBLK(st.st_mode);
+	h->twin_fd = -1;
+	pthread_mutex_init(&h->twin_lock, NULL);
+	if (h->blockdev) {
+		uint64_t sz = 0;
+		if (ioctl(fd, BLKGETSIZE64, &sz) == 0)
+			h->blk_size = (off_t)sz;
+	}
+
+	pthread_mutex_lock(&fd_lock);
+	if ((size_t)fd < fd_cap && fd_used[fd]) {
+		pthread_mutex_unlock(&fd_lock);
+		pthread_mutex_destroy(&h->twin_lock);
+		free(h);
+		return ods_err(ods_fail(OPENDS_HANDLE_ALREADY_REGISTERED,
+					"opends_handle_register: fd %d is already registered", fd),
+			       0);
+	}
+	int rc = ods_drv.be->handle_open ? ods_drv.be->handle_open(h) : 0;
+	if (rc == 0) {
+		h->token = ods_slots_add(&handles, h);
+		if (!h->token || !fd_mark(fd, true)) {
+			if (h->token)
+				ods_slots_take(&handles, h->token);
+			rc = ods_fail(OPENDS_NOMEM_ERROR, "opends_handle_register: out of memory");
+			if (ods_drv.be->handle_close)
+				ods_drv.be->handle_close(h);
+		}
+	}
+	pthread_mutex_unlock(&fd_lock);
+	if (rc) {
+		pthread_mutex_destroy(&h->twin_lock);
+		free(h);
+		return ods_err(rc, 0);
+	}
+	*fh = (opends_handle_t)(uintptr_t)h->token;
+	return ods_ok();
+}
+
+OPENDS_API opends_error_t opends_handle_deregister(opends_handle_t fh)
+{
+	if (!ods_is_open())
+		return ods_err(ods_fail(OPENDS_DRIVER_NOT_INITIALIZED, "opends_handle_deregister: driver is not open"), 0);
+	if (!fh)
+		return ods_err(ods_fail(OPENDS_INVALID_VALUE, "opends_handle_deregister: fh is NULL"), 0);
+	pthread_mutex_lock(&fd_lock);
+	struct ods_handle *h = ods_slots_take(&handles, (uint64_t)(uintptr_t)fh);
+	if (h)
+		fd_mark(h->fd, false);
+	pthread_mutex_unlock(&fd_lock);
+	if (!h)
+		return ods_err(ods_fail(OPENDS_HANDLE_NOT_REGISTERED,
+					"opends_handle_deregister: fh is not a registered handle"), 0);
+	handle_free(h);
+	return ods_ok();
+}
+
+struct ods_handle *ods_handle_lookup(opends_handle_t fh)
+{
+	return ods_slots_get(&handles, (uint64_t)(uintptr_t)fh);
+}
+
+/* The twin is the same file opened through /proc/self/fd with the caller's
+ * access mode and the other O_DIRECT setting. Opened lazily: most handles
+ * never need it. */
+static int twin(struct ods_handle *h)
+{
+	pthread_mutex_lock(&h->twin_lock);
+	if (h->twin_fd == -1) {
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", h->fd);
+		int fl = h->accmode | O_CLOEXEC | (h->direct ? 0 : O_DIRECT);
+		int fd = open(path, fl);
+		h->twin_fd = fd >= 0 ? fd : -2;
+	}
+	int fd = h->twin_fd;
+	pthread_mutex_unlock(&h->twin_lock);
+	return fd >= 0 ? fd : -1;
+}
+
+int ods_handle_fd_direct(struct ods_handle *h)
+{
+	return h->direct ? h->fd : twin(h);
+}
+
+int ods_handle_fd_buffered(struct ods_handle *h)
+{
+	return h->direct ? twin(h) : h->fd;
+}
+
+/* ---- memory ----------------------------------------------------------- */
+
+/* index of the first region whose end is above p */
+static size_t region_search(uintptr_t p)
+{
+	size_t lo = 0, hi = nregions;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (regions[mid].base + regions[mid].size <= p)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+bool ods_region_find(uintptr_t p, struct ods_region *out)
+{
+	bool found = false;
+	pthread_rwlock_rdlock(&regions_lock);
+	if (nregions) {
+		size_t i = region_search(p);
+		if (i < nregions && regions[i].base <= p) {
+			*out = regions[i];
+			found = true;
+		}
+	}
+	pthread_rwlock_unlock(&regions_lock);
+	return found;
+}
+
+OPENDS_API opends_error_t opends_buf_register(const void *buf, size_t size, int flags)
+{
+	uintptr_t b = (uintptr_t)buf;
+	if (!ods_is_open())
+		return ods_err(ods_fail(OPENDS_DRIVER_NOT_INITIALIZED, "opends_buf_register: driver is not open"), 0);
+	if (!buf)
+		return ods_err(ods_fail(OPENDS_INVALID_VALUE, "opends_buf_register: buf is NULL"), 0);
+	if (size == 0)
+		return ods_err(ods_fail(OPENDS_INVALID_VALUE, "opends_buf_register: size is 0"), 0);
+	if (flags != 0)
+		return ods_err(ods_fail(OPENDS_INVALID_VALUE, "opends_buf_register: flags is %d; it must be 0", flags),
+			       0);
+	if (b + size < b)
+		return ods_err(ods_fail(OPENDS_INVALID_VALUE, "opends_buf_register: buf + size wraps the address space"),
+			       0);
+
+	struct ods_region r = { .base = b, .size = size, .kind = ods_drv.accel->classify(buf) };
+	int rc = ods_drv.accel->check_context ? ods_drv.accel->check_context() : 0;
+	if (rc)
+		return ods_err(rc, 0);
+
+	pthread_rwlock_wrlock(&regions_lock);
+	size_t i = region_search(b);
+	if (i < nregions && regions[i].base < b + size) {
+		pthread_rwlock_unlock(&regions_lock);
+		return ods_err(ods_fail(OPENDS_MEMORY_ALREADY_REGISTERED,
+					"opends_buf_register: [%p, +%zu) overlaps the registered range [%p, +%zu)", buf,
+					size, (void *)regions[i].base, regions[i].size),
+			       0);
+	}
+	if (nregions == regions_cap) {
+		size_t ncap = regions_cap ? regions_cap * 2 : 16;
+		struct ods_region *n = realloc(regions, ncap * sizeof(*n));
+		if (!n) {
+			pthread_rwlock_unlock(&regions_lock);
+			return ods_err(ods_fail(OPENDS_NOMEM_ERROR, "opends_buf_register: out of memory"), ENOMEM);
+		}
+		regions = n;
+		regions_cap = ncap;
+	}
+	/* Pinning under the write lock keeps a racing overlapping register from
+	 * pinning the same pages twice; registration is not a hot path. */
+	if (ods_drv.accel->buf_register) {
+		rc = ods_drv.accel->buf_register((void *)buf, size, r.kind, &r.accel_priv);
+		if (rc) {
+			pthread_rwlock_unlock(&regions_lock);
+			return ods_err(rc, 0);
+		}
+	}
+	memmove(&regions[i + 1], &regions[i], (nregions - i) * sizeof(*regions));
+	regions[i] = r;
+	nregions++;
+	pthread_rwlock_unlock(&regions_lock);
+	return ods_ok();
+}
+
+OPENDS_API opends_error_t opends_buf_deregister(const void *buf)
+{
+	uintptr_t b = (uintptr_t)buf;
+	if (!ods_is_open())
+		return ods_err(ods_fail(OPENDS_DRIVER_NOT_INITIALIZED, "opends_buf_deregister: driver is not open"), 0);
+	if (!buf)
+		return ods_err(ods_fail(OPENDS_INVALID_VALUE, "opends_buf_deregister: buf is NULL"), 0);
+	pthread_rwlock_wrlock(&regions_lock);
+	size_t i = nregions ? region_search(b) : 0;
+	if (i >= nregions || regions[i].base != b) {
+		pthread_rwlock_unlock(&regions_lock);
+		return ods_err(ods_fail(OPENDS_MEMORY_NOT_REGISTERED,
+					"opends_buf_deregister: %p is not the base of a registered range", buf),
+			       0);
+	}
+	struct ods_region r = regions[i];
+	memmove(&regions[i], &regions[i + 1], (nregions - i - 1) * sizeof(*regions));
+	nregions--;
+	pthread_rwlock_unlock(&regions_lock);
+	if (ods_drv.accel->buf_deregister)
+		ods_drv.accel->buf_deregister((void *)r.base, r.size, r.kind, r.accel_priv);
+	return ods_ok();
+}
