@@ -1,0 +1,361 @@
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "baselines.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+#ifdef BENCH_HAVE_URING
+#include <liburing.h>
+#endif
+
+#include "gpu.h"
+#include "stats.h"
+
+static double cpu_now(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+}
+
+static int open_ro(const char *path, bool direct)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 0));
+	if (fd < 0 && direct && errno == EINVAL)
+		fd = open(path, O_RDONLY | O_CLOEXEC); /* no O_DIRECT here */
+	return fd;
+}
+
+/* ---- threads × pread --------------------------------------------------- */
+
+struct pread_ctx {
+	const struct dataset *ds;
+	bool direct;
+	size_t block;
+	atomic_uint next;
+	atomic_uint_fast64_t bytes;
+	atomic_int err;
+};
+
+static void *pread_worker(void *arg)
+{
+	struct pread_ctx *c = arg;
+	void *buf = NULL;
+	if (posix_memalign(&buf, 4096, c->block)) {
+		atomic_store(&c->err, -ENOMEM);
+		return NULL;
+	}
+	for (;;) {
+		unsigned i = atomic_fetch_add(&c->next, 1);
+		if (i >= c->ds->nfiles)
+			break;
+		int fd = open_ro(c->ds->files[i].path, c->direct);
+		if (fd < 0) {
+			atomic_store(&c->err, -errno);
+			break;
+		}
+		for (uint64_t off = 0;;) {
+			ssize_t r = pread(fd, buf, c->block, (off_t)off);
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r < 0) {
+				atomic_store(&c->err, -errno);
+				break;
+			}
+			if (r == 0)
+				break;
+			off += (uint64_t)r;
+			atomic_fetch_add(&c->bytes, (uint64_t)r);
+		}
+		close(fd);
+	}
+	free(buf);
+	return NULL;
+}
+
+static void pread_config(const struct dataset *ds, bool direct, unsigned threads, size_t block,
+			 struct leg_result *r)
+{
+	struct pread_ctx c = { .ds = ds, .direct = direct, .block = block };
+	pthread_t t[256];
+	if (threads > 256)
+		threads = 256;
+	memset(r, 0, sizeof(*r));
+	snprintf(r->config, sizeof(r->config), "pread%s %ux%zuKiB", direct ? " O_DIRECT" : "", threads, block >> 10);
+	double c0 = cpu_now();
+	uint64_t t0 = st_now_ns();
+	unsigned n = 0;
+	for (; n < threads; n++)
+		if (pthread_create(&t[n], NULL, pread_worker, &c))
+			break;
+	for (unsigned i = 0; i < n; i++)
+		pthread_join(t[i], NULL);
+	r->seconds = st_seconds(t0, st_now_ns());
+	r->cpu_s = cpu_now() - c0;
+	r->bytes = atomic_load(&c.bytes);
+	r->files = ds->nfiles;
+	r->error = atomic_load(&c.err);
+}
+
+/* ---- one thread, one deep io_uring -------------------------------------- */
+
+#ifdef BENCH_HAVE_URING
+static void uring_config(const struct dataset *ds, bool direct, unsigned qd, size_t block, struct leg_result *r)
+{
+	struct io_uring ring;
+	memset(r, 0, sizeof(*r));
+	snprintf(r->config, sizeof(r->config), "io_uring%s qd%ux%zuKiB", direct ? " O_DIRECT" : "", qd, block >> 10);
+	if (io_uring_queue_init(qd, &ring, 0)) {
+		r->error = -ENOSYS;
+		return;
+	}
+	char *slots = NULL;
+	int *fds = calloc(ds->nfiles, sizeof(int));
+	unsigned *pending = calloc(ds->nfiles, sizeof(unsigned));
+	if (posix_memalign((void **)&slots, 4096, (size_t)qd * block) || !fds || !pending) {
+		r->error = -ENOMEM;
+		goto out;
+	}
+	unsigned *free_slots = malloc(qd * sizeof(unsigned)), nfree = qd;
+	if (!free_slots) {
+		r->error = -ENOMEM;
+		goto out;
+	}
+	for (unsigned i = 0; i < qd; i++)
+		free_slots[i] = i;
+	double c0 = cpu_now();
+	uint64_t t0 = st_now_ns();
+	unsigned file = 0, inflight = 0;
+	uint64_t off = 0;
+	bool opened = false;
+	while (file < ds->nfiles || inflight) {
+		/* fill the queue with the next blocks in file order */
+		while (nfree && file < ds->nfiles) {
+			const struct ds_file *f = &ds->files[file];
+			if (!opened) {
+				fds[file] = open_ro(f->path, direct);
+				if (fds[file] < 0) {
+					r->error = -errno;
+					file = ds->nfiles;
+					break;
+				}
+				opened = true;
+			}
+			uint64_t left = f->size - off;
+			size_t len = left < block ? (size_t)((left + 4095) & ~4095ull) : block;
+			unsigned s = free_slots[--nfree];
+			struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+			io_uring_prep_read(sqe, fds[file], slots + (size_t)s * block, (unsigned)len, off);
+			io_uring_sqe_set_data64(sqe, ((uint64_t)file << 32) | s);
+			pending[file]++;
+			inflight++;
+			off += len;
+			if (off >= f->size) {
+				file++;
+				off = 0;
+				opened = false;
+			}
+		}
+		io_uring_submit(&ring);
+		struct io_uring_cqe *cqe;
+		if (io_uring_wait_cqe(&ring, &cqe))
+			break;
+		unsigned head, seen = 0;
+		io_uring_for_each_cqe(&ring, head, cqe)
+		{
+			uint64_t d = io_uring_cqe_get_data64(cqe);
+			unsigned fi = (unsigned)(d >> 32), s = (unsigned)d;
+			if (cqe->res < 0 && !r->error)
+				r->error = cqe->res;
+			else if (cqe->res > 0)
+				r->bytes += (uint64_t)cqe->res;
+			free_slots[nfree++] = s;
+			inflight--;
+			if (--pending[fi] == 0 && (fi < file || (fi == file && !opened)))
+				close(fds[fi]);
+			seen++;
+		}
+		io_uring_cq_advance(&ring, seen);
+	}
+	r->seconds = st_seconds(t0, st_now_ns());
+	r->cpu_s = cpu_now() - c0;
+	r->files = ds->nfiles;
+	free(free_slots);
+out:
+	free(slots);
+	free(fds);
+	free(pending);
+	io_uring_queue_exit(&ring);
+}
+#endif
+
+unsigned ceiling_disk(const struct dataset *ds, bool direct, unsigned threads, struct leg_result *out,
+		      unsigned max, void (*prepare)(const struct dataset *ds))
+{
+	unsigned n = 0;
+	/* several shapes: the ceiling is the best of them, and one shape is
+	 * not enough (threads × pread under-reports some disks) */
+	static const size_t blocks[] = { 4u << 20, 1u << 20 };
+	for (unsigned b = 0; b < 2 && n < max; b++) {
+		prepare(ds);
+		pread_config(ds, direct, threads, blocks[b], &out[n++]);
+	}
+#ifdef BENCH_HAVE_URING
+	if (n < max) {
+		prepare(ds);
+		uring_config(ds, direct, 32, 1u << 20, &out[n++]);
+	}
+#endif
+	return n;
+}
+
+/* ---- cuFile --------------------------------------------------------------- */
+
+typedef struct {
+	int err;
+	int cu_err;
+} CUfileError_t;
+typedef struct {
+	int type; /* CU_FILE_HANDLE_TYPE_OPAQUE_FD = 1 */
+	union {
+		int fd;
+		void *handle;
+	} handle;
+	const void *fs_ops;
+} CUfileDescr_t;
+typedef void *CUfileHandle_t;
+
+static struct {
+	void *lib;
+	bool open;
+	CUfileError_t (*driver_open)(void);
+	CUfileError_t (*driver_close)(void);
+	CUfileError_t (*handle_register)(CUfileHandle_t *, CUfileDescr_t *);
+	void (*handle_deregister)(CUfileHandle_t);
+	ssize_t (*read)(CUfileHandle_t, void *, size_t, off_t, off_t);
+} cf;
+
+bool cufile_available(char *why, unsigned long why_len)
+{
+	if (cf.open)
+		return true;
+	const char *path = getenv("OPENDS_BENCH_CUFILE");
+	cf.lib = dlopen(path && *path ? path : "libcufile.so.0", RTLD_NOW | RTLD_LOCAL);
+	if (!cf.lib) {
+		snprintf(why, why_len, "libcufile.so.0 not found");
+		return false;
+	}
+	if (dlsym(cf.lib, "opends_cufile_dropin")) {
+		snprintf(why, why_len, "libcufile.so.0 is the OpenDS drop-in, not NVIDIA's");
+		return false;
+	}
+	*(void **)&cf.driver_open = dlsym(cf.lib, "cuFileDriverOpen");
+	*(void **)&cf.driver_close = dlsym(cf.lib, "cuFileDriverClose");
+	*(void **)&cf.handle_register = dlsym(cf.lib, "cuFileHandleRegister");
+	*(void **)&cf.handle_deregister = dlsym(cf.lib, "cuFileHandleDeregister");
+	*(void **)&cf.read = dlsym(cf.lib, "cuFileRead");
+	if (!cf.driver_open || !cf.driver_close || !cf.handle_register || !cf.handle_deregister || !cf.read) {
+		snprintf(why, why_len, "libcufile.so.0 lacks cuFile entry points");
+		return false;
+	}
+	CUfileError_t e = cf.driver_open();
+	if (e.err) {
+		snprintf(why, why_len, "cuFileDriverOpen failed: %d", e.err);
+		return false;
+	}
+	cf.open = true;
+	return true;
+}
+
+void cufile_close(void)
+{
+	if (cf.open)
+		cf.driver_close();
+	cf.open = false;
+}
+
+struct cf_ctx {
+	const struct dataset *ds;
+	void **dest;
+	atomic_uint next;
+	atomic_uint_fast64_t bytes;
+	atomic_int err;
+};
+
+struct cf_arg {
+	struct cf_ctx *c;
+	unsigned index;
+};
+
+static void *cf_worker(void *arg)
+{
+	struct cf_arg *a = arg;
+	struct cf_ctx *c = a->c;
+	gpu_bind_thread();
+	for (;;) {
+		unsigned i = atomic_fetch_add(&c->next, 1);
+		if (i >= c->ds->nfiles)
+			break;
+		const struct ds_file *f = &c->ds->files[i];
+		int fd = open_ro(f->path, true);
+		if (fd < 0) {
+			atomic_store(&c->err, -errno);
+			break;
+		}
+		CUfileDescr_t d;
+		memset(&d, 0, sizeof(d));
+		d.type = 1;
+		d.handle.fd = fd;
+		CUfileHandle_t h;
+		CUfileError_t e = cf.handle_register(&h, &d);
+		if (e.err) {
+			atomic_store(&c->err, -e.err);
+			close(fd);
+			break;
+		}
+		ssize_t r = cf.read(h, c->dest[a->index], f->size, 0, 0);
+		if (r < 0)
+			atomic_store(&c->err, r == -1 ? -errno : (int)r);
+		else
+			atomic_fetch_add(&c->bytes, (uint64_t)r);
+		cf.handle_deregister(h);
+		close(fd);
+		if (r < 0)
+			break;
+	}
+	return NULL;
+}
+
+int cufile_sync_leg(const struct dataset *ds, unsigned threads, void **dest, struct leg_result *res)
+{
+	struct cf_ctx c = { .ds = ds, .dest = dest };
+	pthread_t t[256];
+	struct cf_arg args[256];
+	memset(res, 0, sizeof(*res));
+	snprintf(res->config, sizeof(res->config), "cuFileRead %u threads", threads);
+	double c0 = cpu_now();
+	uint64_t t0 = st_now_ns();
+	unsigned n = 0;
+	for (; n < threads && n < 256; n++) {
+		args[n] = (struct cf_arg){ &c, n };
+		if (pthread_create(&t[n], NULL, cf_worker, &args[n]))
+			break;
+	}
+	for (unsigned i = 0; i < n; i++)
+		pthread_join(t[i], NULL);
+	res->seconds = st_seconds(t0, st_now_ns());
+	res->cpu_s = cpu_now() - c0;
+	res->bytes = atomic_load(&c.bytes);
+	res->files = ds->nfiles;
+	res->error = atomic_load(&c.err);
+	return res->error;
+}

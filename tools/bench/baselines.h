@@ -1,0 +1,32 @@
+/* Baselines measured in the same run as OpenDS: what the storage gives
+ * with no GPU involved (ceiling-disk) and what cuFile gives (cufile). */
+#ifndef BENCH_BASELINES_H
+#define BENCH_BASELINES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "dataset.h"
+
+struct leg_result {
+	uint64_t bytes;
+	double seconds, cpu_s;
+	unsigned files;
+	double p50_us, p99_us; /* per-file latency, 0 when not measured */
+	int error;             /* 0 or -errno / -code of the first failure */
+	char config[96];       /* what was measured, e.g. "pread 8x4MiB" */
+};
+
+/* Host-memory reads over the dataset's files: direct when cold, buffered
+ * when hot. Returns the number of configurations written to out (<= max). */
+unsigned ceiling_disk(const struct dataset *ds, bool direct, unsigned threads, struct leg_result *out,
+		      unsigned max, void (*prepare)(const struct dataset *ds));
+
+/* cuFile baseline, sync mode: threads × (open, register, cuFileRead whole
+ * file into device memory, deregister). false with why when libcufile is
+ * not usable. dest: one device buffer of max_size per thread. */
+bool cufile_available(char *why, unsigned long why_len);
+int cufile_sync_leg(const struct dataset *ds, unsigned threads, void **dest, struct leg_result *res);
+void cufile_close(void);
+
+#endif

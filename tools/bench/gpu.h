@@ -1,0 +1,21 @@
+/* What the benchmark needs of a GPU, through the CUDA driver API loaded at
+ * run time: device memory to read into, copies back for verification, and
+ * the pinned host → device copy ceiling. Absent a driver, gpu_open fails and
+ * the benchmark uses host memory. */
+#ifndef BENCH_GPU_H
+#define BENCH_GPU_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+bool gpu_open(char *why, size_t why_len); /* primary context of device 0, current on this thread */
+void gpu_bind_thread(void);                /* make that context current here */
+const char *gpu_name(void);
+void *gpu_alloc(size_t n);                 /* device memory, or NULL */
+void gpu_free(void *p);
+int gpu_to_host(void *dst, const void *src, size_t n);
+/* pinned host → device copy bandwidth in MiB/s, best of a few runs */
+double gpu_h2d_ceiling(size_t bytes);
+void gpu_close(void);
+
+#endif

@@ -1,0 +1,21 @@
+/* The benchmark's arithmetic, kept apart so it can be unit-tested. */
+#ifndef BENCH_STATS_H
+#define BENCH_STATS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define MIB 1048576.0
+
+/* MiB/s for bytes moved in seconds; 0 when seconds <= 0. */
+double st_mib_s(uint64_t bytes, double seconds);
+/* Nearest-rank percentile p (0..100) of n values; sorts v in place.
+ * 0 when n is 0. */
+double st_percentile(double *v, size_t n, double p);
+/* a / b, or -1 when b is 0 (printed as n/a). */
+double st_ratio(double a, double b);
+/* seconds between two CLOCK_MONOTONIC readings given as ns */
+double st_seconds(uint64_t t0_ns, uint64_t t1_ns);
+uint64_t st_now_ns(void);
+
+#endif
