@@ -1,0 +1,114 @@
+"""OpenDS for Python: move file data into host or GPU memory.
+
+A pure-Python (ctypes) binding of libopends. The library is found through
+$OPENDS_LIBRARY, else a build tree next to the package
+(``<repo>/build/src/libopends.so``), else the system's ``libopends.so.0``.
+
+Quick start::
+
+    import numpy as np, opends
+    buf = np.empty(1 << 20, np.uint8)
+    with opends.File("data.bin") as f:
+        n = f.read(buf)                       # blocking
+        fut = f.pread(buf, file_offset=4096)  # Future
+        n = fut.wait()
+
+Buffers: torch tensors (CPU or CUDA), objects with ``__cuda_array_interface__``
+(CuPy ...) or ``__array_interface__`` (NumPy), and writable buffer-protocol
+objects (bytearray, memoryview, mmap); they must be C-contiguous.
+
+The driver opens on first use (configured by the OPENDS_* environment
+variables, read at open) and closes at interpreter exit; :func:`driver_close`
+and :func:`driver_open` let a program reopen it with a new configuration.
+Failures raise :class:`Error` (an OSError) carrying ``code``, ``name`` and
+``detail``.
+"""
+
+from . import _lib
+from ._buffer import BufferRef, get_buffer
+from ._io import (
+    DEFAULT_TASK_SIZE,
+    READ,
+    WRITE,
+    Batch,
+    BatchEvent,
+    BatchOp,
+    File,
+    Future,
+    Stream,
+    StreamOp,
+    buf_deregister,
+    buf_register,
+    registered,
+)
+from ._lib import (
+    LIBRARY_PATH,
+    Error,
+    backend,
+    code_name,
+    driver_close,
+    driver_open,
+    is_open,
+    properties,
+    shutdown,
+    status_string,
+)
+from ._lib import CODES as _CODES
+
+__version__ = "0.1.0"
+
+# OPENDS_SUCCESS, OPENDS_INVALID_VALUE, ... as module constants
+for _c, _n in _CODES.items():
+    globals()[_n] = _c
+del _c, _n
+
+#: Stream flags (opends_stream_register).
+OPENDS_STREAM_FIXED_BUF_OFFSET = 1
+OPENDS_STREAM_FIXED_FILE_OFFSET = 2
+OPENDS_STREAM_FIXED_FILE_SIZE = 4
+OPENDS_STREAM_PAGE_ALIGNED_INPUTS = 8
+
+#: Batch statuses (opends_status_t).
+OPENDS_WAITING, OPENDS_PENDING, OPENDS_INVALID = 0x1, 0x2, 0x4
+OPENDS_CANCELED, OPENDS_COMPLETE, OPENDS_TIMEOUT, OPENDS_FAILED = 0x8, 0x10, 0x20, 0x40
+
+
+def library_version():
+    """The C library's version, (major, minor, patch)."""
+    return _lib.version()
+
+
+def _cleanup():
+    """Close the driver if open; safe to call at any time, never raises
+    (for frameworks that shut down without atexit)."""
+    _lib.shutdown()
+
+
+__all__ = [
+    "Batch",
+    "BatchEvent",
+    "BatchOp",
+    "BufferRef",
+    "DEFAULT_TASK_SIZE",
+    "Error",
+    "File",
+    "Future",
+    "LIBRARY_PATH",
+    "READ",
+    "Stream",
+    "StreamOp",
+    "WRITE",
+    "backend",
+    "buf_deregister",
+    "buf_register",
+    "code_name",
+    "driver_close",
+    "driver_open",
+    "get_buffer",
+    "is_open",
+    "library_version",
+    "properties",
+    "registered",
+    "shutdown",
+    "status_string",
+]

@@ -1,0 +1,468 @@
+"""Loading libopends, its C prototypes, the error type and the driver's life.
+
+Everything here is private; the public names are re-exported by
+:mod:`opends`. The driver is opened lazily by :func:`ensure_open` (the first
+I/O, registration or query opens it) and closed at interpreter exit, or
+before the process dies of SIGTERM/SIGINT.
+"""
+
+import atexit
+import ctypes
+import ctypes.util
+import errno as _errno
+import os
+import signal
+import threading
+
+__all__ = []
+
+# ---------------------------------------------------------------------------
+# Error codes (values of opends_op_error_t in include/opends.h)
+# ---------------------------------------------------------------------------
+
+#: Code -> name of every OpenDS error code (the values equal cuFile's).
+CODES = {
+    0: "OPENDS_SUCCESS",
+    5001: "OPENDS_DRIVER_NOT_INITIALIZED",
+    5002: "OPENDS_DRIVER_INVALID_PROPS",
+    5003: "OPENDS_DRIVER_UNSUPPORTED_LIMIT",
+    5004: "OPENDS_DRIVER_VERSION_MISMATCH",
+    5005: "OPENDS_DRIVER_VERSION_READ_ERROR",
+    5006: "OPENDS_DRIVER_CLOSING",
+    5007: "OPENDS_PLATFORM_NOT_SUPPORTED",
+    5008: "OPENDS_IO_NOT_SUPPORTED",
+    5009: "OPENDS_DEVICE_NOT_SUPPORTED",
+    5010: "OPENDS_FS_DRIVER_ERROR",
+    5011: "OPENDS_DEVICE_DRIVER_ERROR",
+    5012: "OPENDS_POINTER_INVALID",
+    5013: "OPENDS_MEMORY_TYPE_INVALID",
+    5014: "OPENDS_POINTER_RANGE_ERROR",
+    5015: "OPENDS_CONTEXT_MISMATCH",
+    5016: "OPENDS_INVALID_MAPPING_SIZE",
+    5017: "OPENDS_INVALID_MAPPING_RANGE",
+    5018: "OPENDS_INVALID_FILE_TYPE",
+    5019: "OPENDS_INVALID_FILE_OPEN_FLAG",
+    5020: "OPENDS_DIO_NOT_SET",
+    5022: "OPENDS_INVALID_VALUE",
+    5023: "OPENDS_MEMORY_ALREADY_REGISTERED",
+    5024: "OPENDS_MEMORY_NOT_REGISTERED",
+    5025: "OPENDS_PERMISSION_DENIED",
+    5026: "OPENDS_DRIVER_ALREADY_OPEN",
+    5027: "OPENDS_HANDLE_NOT_REGISTERED",
+    5028: "OPENDS_HANDLE_ALREADY_REGISTERED",
+    5029: "OPENDS_DEVICE_NOT_FOUND",
+    5030: "OPENDS_INTERNAL_ERROR",
+    5031: "OPENDS_GETNEWFD_FAILED",
+    5033: "OPENDS_FS_SETUP_ERROR",
+    5034: "OPENDS_IO_DISABLED",
+    5035: "OPENDS_BATCH_SUBMIT_FAILED",
+    5036: "OPENDS_MEMORY_PINNING_FAILED",
+    5037: "OPENDS_BATCH_FULL",
+    5038: "OPENDS_ASYNC_NOT_SUPPORTED",
+    5043: "OPENDS_NOMEM_ERROR",
+    5044: "OPENDS_IO_ERROR",
+    5047: "OPENDS_INVALID_CONTEXT_ERROR",
+}
+
+# Module-level constants OPENDS_INVALID_VALUE = 5022, ... (re-exported).
+for _code, _name in CODES.items():
+    globals()[_name] = _code
+    __all__.append(_name)
+del _code, _name
+
+
+def code_name(code):
+    """Name of a positive code: 'OPENDS_...' for library codes, the errno
+    name ('EBADF', ...) below 5000, else 'UNKNOWN_<code>'."""
+    if code in CODES:
+        return CODES[code]
+    if 0 < code < 5000 and code in _errno.errorcode:
+        return _errno.errorcode[code]
+    return "UNKNOWN_%d" % code
+
+
+class Error(OSError):
+    """An OpenDS failure.
+
+    Attributes:
+        code: the positive code: an OpenDS code (5001..5047, e.g. 5022 for
+            OPENDS_INVALID_VALUE) or an errno value (< 5000) that the
+            operating system reported for the I/O itself.
+        name: 'OPENDS_INVALID_VALUE', 'EBADF', ...
+        detail: the library's sentence on the failure
+            (opends_last_error_detail()), or one written by the binding.
+        message: the library's string for the code (opends_op_status_error).
+        backend_err: errno / accelerator result code reported alongside an
+            OpenDS code (0 if none).
+        errno: (OSError) the errno when there is one -- ``code`` for OS
+            errors, ``backend_err`` for OpenDS codes that carry one -- else
+            None. ``except OSError`` therefore catches OpenDS errors too.
+    """
+
+    def __init__(self, code, detail="", backend_err=0, message=None):
+        code = abs(int(code))
+        if message is None:
+            message = status_string(code)
+        if 0 < code < 5000:
+            eno = code
+        elif backend_err:
+            eno = backend_err
+        else:
+            eno = None
+        super().__init__(eno, message)
+        self.code = code
+        self.name = code_name(code)
+        self.detail = detail or ""
+        self.message = message
+        self.backend_err = backend_err
+
+    def __str__(self):
+        s = "%s (%d): %s" % (self.name, self.code, self.message)
+        if self.detail:
+            s += ": " + self.detail
+        return s
+
+    def __repr__(self):
+        return "opends.Error(%s, %r)" % (self.name, self.detail)
+
+    def __reduce__(self):
+        return (type(self), (self.code, self.detail, self.backend_err, self.message))
+
+
+# ---------------------------------------------------------------------------
+# The shared library
+# ---------------------------------------------------------------------------
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _candidates():
+    env = os.environ.get("OPENDS_LIBRARY")
+    if env:
+        yield env
+        return
+    # a build tree next to the package: <repo>/python/opends -> <repo>/build
+    yield os.path.join(_HERE, "..", "..", "build", "src", "libopends.so")
+    found = ctypes.util.find_library("opends")
+    if found:
+        yield found
+    yield "libopends.so.0"
+
+
+def _load():
+    errors = []
+    for path in _candidates():
+        if os.sep in path and not os.path.exists(path):
+            errors.append("%s: no such file" % path)
+            continue
+        try:
+            return ctypes.CDLL(path), path
+        except OSError as e:
+            errors.append(str(e))
+    raise ImportError(
+        "opends: libopends could not be loaded (set OPENDS_LIBRARY to its path); tried: " + "; ".join(errors)
+    )
+
+
+lib, LIBRARY_PATH = _load()
+
+c_off_t = ctypes.c_int64  # off_t on LP64 Linux (and _FILE_OFFSET_BITS=64)
+c_ssize_t = ctypes.c_ssize_t
+c_size_t = ctypes.c_size_t
+c_void_p = ctypes.c_void_p
+c_uint = ctypes.c_uint
+c_int = ctypes.c_int
+
+
+class opends_error_t(ctypes.Structure):
+    _fields_ = [("err", c_int), ("backend_err", c_int)]
+
+
+class opends_drv_props_t(ctypes.Structure):
+    _fields_ = [
+        ("major_version", c_uint),
+        ("minor_version", c_uint),
+        ("max_direct_io_size", c_size_t),
+        ("max_batch_io_size", c_uint),
+        ("max_batch_io_timeout_msecs", c_uint),
+        ("reserved", c_uint * 8),
+    ]
+
+
+class opends_async_future_t(ctypes.Structure):
+    _fields_ = [("opaque", ctypes.c_uint64 * 8)]
+
+
+class _batch_params(ctypes.Structure):
+    _fields_ = [("buf_base", c_void_p), ("file_offset", c_off_t), ("buf_offset", c_off_t), ("size", c_size_t)]
+
+
+class _io_params_u(ctypes.Union):
+    _fields_ = [("batch", _batch_params)]
+
+
+class opends_io_params_t(ctypes.Structure):
+    _fields_ = [("mode", c_int), ("u", _io_params_u), ("fh", c_void_p), ("opcode", c_int), ("cookie", c_void_p)]
+
+
+class opends_io_events_t(ctypes.Structure):
+    _fields_ = [("cookie", c_void_p), ("status", c_int), ("ret", c_ssize_t)]
+
+
+class timespec(ctypes.Structure):
+    _fields_ = [("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long)]
+
+
+def _proto(name, restype, *argtypes):
+    f = getattr(lib, name)
+    f.restype = restype
+    f.argtypes = list(argtypes)
+    return f
+
+
+E = opends_error_t
+P = ctypes.POINTER
+_proto("opends_op_status_error", ctypes.c_char_p, c_int)
+_proto("opends_last_error_detail", ctypes.c_char_p)
+_proto("opends_driver_open", E)
+_proto("opends_driver_close", E)
+_proto("opends_driver_get_properties", E, P(opends_drv_props_t))
+_proto("opends_get_version", E, P(c_uint), P(c_uint), P(c_uint))
+_proto("opends_driver_backend", ctypes.c_char_p)
+_proto("opends_handle_register", E, P(c_void_p), c_int)
+_proto("opends_handle_deregister", E, c_void_p)
+_proto("opends_buf_register", E, c_void_p, c_size_t, c_int)
+_proto("opends_buf_deregister", E, c_void_p)
+_proto("opends_sync_read", c_ssize_t, c_void_p, c_void_p, c_size_t, c_off_t, c_off_t)
+_proto("opends_sync_write", c_ssize_t, c_void_p, c_void_p, c_size_t, c_off_t, c_off_t)
+_proto("opends_async_read", E, c_void_p, c_void_p, c_size_t, c_off_t, c_off_t, P(opends_async_future_t))
+_proto("opends_async_write", E, c_void_p, c_void_p, c_size_t, c_off_t, c_off_t, P(opends_async_future_t))
+_proto("opends_async_await", c_ssize_t, P(opends_async_future_t))
+_proto("opends_async_poll", c_int, P(opends_async_future_t))
+_proto("opends_stream_create", E, P(c_void_p))
+_proto("opends_stream_destroy", E, c_void_p)
+_proto("opends_stream_register", E, c_void_p, c_uint)
+_proto("opends_stream_deregister", E, c_void_p)
+for _n in ("opends_stream_read", "opends_stream_write"):
+    _proto(_n, E, c_void_p, c_void_p, P(c_size_t), P(c_off_t), P(c_off_t), P(c_ssize_t), c_void_p)
+_proto("opends_stream_synchronize", E, c_void_p)
+_proto("opends_batch_setup", E, P(c_void_p), c_uint)
+_proto("opends_batch_submit", E, c_void_p, c_uint, P(opends_io_params_t), c_uint)
+_proto("opends_batch_get_status", E, c_void_p, c_uint, P(c_uint), P(opends_io_events_t), P(timespec))
+_proto("opends_batch_cancel", E, c_void_p)
+_proto("opends_batch_destroy", E, c_void_p)
+del _n
+
+
+def status_string(code):
+    """opends_op_status_error(code) as a str."""
+    return lib.opends_op_status_error(int(code)).decode("utf-8", "replace")
+
+
+def last_detail():
+    """opends_last_error_detail() of the calling thread, as a str."""
+    s = lib.opends_last_error_detail()
+    return s.decode("utf-8", "replace") if s else ""
+
+
+def check(res):
+    """Raise Error for an opends_error_t that is not success."""
+    if res.err != 0:
+        raise Error(res.err, last_detail(), res.backend_err)
+
+
+def check_ssize(ret):
+    """Return ret (bytes) or raise Error for a negated code."""
+    if ret < 0:
+        raise Error(-ret, last_detail())
+    return ret
+
+
+def version():
+    """The C library's version as (major, minor, patch); needs no open driver."""
+    a, b, c = c_uint(), c_uint(), c_uint()
+    lib.opends_get_version(ctypes.byref(a), ctypes.byref(b), ctypes.byref(c))
+    return (a.value, b.value, c.value)
+
+
+# ---------------------------------------------------------------------------
+# Driver lifecycle
+# ---------------------------------------------------------------------------
+
+_lock = threading.Lock()
+_state = {"open": False, "generation": 0}
+# Futures (and other objects whose C memory the library may still write)
+# that have been submitted but not collected: id -> object with _drain().
+pending = {}
+_pending_lock = threading.Lock()
+# Callbacks run before the driver closes (streams syncing, batches).
+_before_close = []
+
+
+def generation():
+    """A number that changes each time the driver is opened; objects holding
+    library handles compare it to know whether their handle still exists."""
+    return _state["generation"]
+
+
+def is_open():
+    """True while the driver is open."""
+    return _state["open"]
+
+
+def _cuda_ctx_guard():
+    """Save the calling thread's current CUDA context if libcuda is already
+    loaded in the process (never loads it); returns a restore function."""
+    try:
+        cu = ctypes.CDLL("libcuda.so.1", mode=os.RTLD_NOLOAD | os.RTLD_GLOBAL)
+    except OSError:
+        return lambda: None
+    try:
+        ctx = c_void_p()
+        if cu.cuCtxGetCurrent(ctypes.byref(ctx)) != 0:
+            return lambda: None
+    except AttributeError:
+        return lambda: None
+
+    def restore():
+        cur = c_void_p()
+        if cu.cuCtxGetCurrent(ctypes.byref(cur)) == 0 and cur.value != ctx.value:
+            cu.cuCtxSetCurrent(ctx)
+
+    return restore
+
+
+def ensure_open():
+    """Open the driver if it is not open (thread-safe); return the current
+    generation."""
+    if _state["open"]:
+        return _state["generation"]
+    with _lock:
+        if not _state["open"]:
+            restore = _cuda_ctx_guard()
+            try:
+                res = lib.opends_driver_open()
+            finally:
+                restore()
+            if res.err == 5026:  # already open (by C code in this process)
+                pass
+            else:
+                check(res)
+            _state["generation"] += 1
+            _state["open"] = True
+            _install_signal_handlers()
+    return _state["generation"]
+
+
+def driver_open():
+    """Open the driver now (it is otherwise opened on first use). Reads the
+    OPENDS_* environment variables; raises Error on a bad configuration.
+    Opening an open driver does nothing."""
+    ensure_open()
+
+
+def _drain_pending():
+    with _pending_lock:
+        items = list(pending.values())
+    for obj in items:
+        try:
+            obj._drain()
+        except Exception:  # results are kept by the objects themselves
+            pass
+    for cb in list(_before_close):
+        try:
+            cb()
+        except Exception:
+            pass
+
+
+def driver_close():
+    """Close the driver: wait for every Future still in flight (their
+    results stay readable), then opends_driver_close(). Files, registered
+    buffers and streams made before stay usable: files re-register their
+    descriptor on next use; library-made streams and batches are gone.
+    Closing a closed driver does nothing. The next I/O opens it again."""
+    with _lock:
+        if not _state["open"]:
+            return
+        _drain_pending()
+        _state["open"] = False
+        _state["generation"] += 1
+        res = lib.opends_driver_close()
+    if res.err not in (0, 5001):
+        check(res)
+
+
+def shutdown():
+    """driver_close() that never raises; registered with atexit."""
+    try:
+        driver_close()
+    except Exception:
+        pass
+
+
+atexit.register(shutdown)
+
+
+def backend():
+    """Name of the active backend ('ref', 'uring', 'gds', ...); opens the
+    driver if needed."""
+    ensure_open()
+    s = lib.opends_driver_backend()
+    return s.decode() if s else None
+
+
+def properties():
+    """The driver's properties as a dict (sizes in bytes)."""
+    ensure_open()
+    p = opends_drv_props_t()
+    check(lib.opends_driver_get_properties(ctypes.byref(p)))
+    return {
+        "major_version": p.major_version,
+        "minor_version": p.minor_version,
+        "max_direct_io_size": p.max_direct_io_size,
+        "max_batch_io_size": p.max_batch_io_size,
+        "max_batch_io_timeout_msecs": p.max_batch_io_timeout_msecs,
+    }
+
+
+# ---------------------------------------------------------------------------
+# Signals: close before the process dies of one
+# ---------------------------------------------------------------------------
+
+_previous = {}
+
+
+def _on_signal(signum, frame):
+    prev = _previous.get(signum, signal.SIG_DFL)
+    if callable(prev):
+        # A Python handler (default_int_handler raises KeyboardInterrupt):
+        # chain to it. If it raises and nothing catches it the interpreter
+        # exits and atexit closes the driver; if the program goes on, the
+        # driver must stay open for it.
+        return prev(signum, frame)
+    if prev == signal.SIG_IGN:
+        return None
+    # SIG_DFL: the process is about to die without running atexit; close
+    # the driver first (unless this thread is inside open/close), then die
+    # of the same signal.
+    if _lock.acquire(blocking=False):
+        _lock.release()
+        shutdown()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+    return None
+
+
+def _install_signal_handlers():
+    if _previous or threading.current_thread() is not threading.main_thread():
+        return
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        try:
+            prev = signal.getsignal(sig)
+            if prev is None:  # installed from C; leave it alone
+                continue
+            signal.signal(sig, _on_signal)
+            _previous[sig] = prev
+        except (ValueError, OSError):
+            pass

@@ -1,0 +1,240 @@
+"""opends.safetensors on files this test writes by hand (struct + json),
+run once per available (backend, accel) pair."""
+import json
+import struct
+
+import numpy as np
+import pytest
+
+import opends
+from opends import safetensors as ost
+
+pytestmark = pytest.mark.usefixtures("driver")
+
+# safetensors dtype -> NumPy dtype for the types NumPy has
+NP_TYPES = {
+    "BOOL": "?",
+    "U8": "u1",
+    "I8": "i1",
+    "I16": "<i2",
+    "U16": "<u2",
+    "I32": "<i4",
+    "U32": "<u4",
+    "I64": "<i8",
+    "U64": "<u8",
+    "F16": "<f2",
+    "F32": "<f4",
+    "F64": "<f8",
+    "C64": "<c8",
+}
+
+
+def write_safetensors(path, tensors, metadata=None, pad_header=True, gap_before=None):
+    """Write tensors ({name: (dtype_name, shape, raw bytes)}) in the
+    safetensors layout; gap_before={name: n} inserts n junk bytes before a
+    tensor (so later offsets can be misaligned). Returns the header dict."""
+    header, blobs, off = {}, [], 0
+    for name, (dt, shape, raw) in tensors.items():
+        g = (gap_before or {}).get(name, 0)
+        if g == "odd":  # place the tensor at an offset = 1 mod 8
+            g = (1 - off) % 8
+        if g:
+            blobs.append(b"\xab" * g)
+            off += g
+        header[name] = {"dtype": dt, "shape": list(shape), "data_offsets": [off, off + len(raw)]}
+        blobs.append(raw)
+        off += len(raw)
+    if metadata is not None:
+        header["__metadata__"] = metadata
+    hb = json.dumps(header).encode()
+    if pad_header:
+        hb += b" " * (-len(hb) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(hb)) + hb + b"".join(blobs))
+    return header
+
+
+def sample(dt, shape, seed):
+    rng = np.random.default_rng(seed)
+    n = int(np.prod(shape)) if shape else 1
+    if dt == "BOOL":
+        a = rng.integers(0, 2, n).astype("?")
+    elif dt in ("F16", "F32", "F64"):
+        a = rng.standard_normal(n).astype(NP_TYPES[dt])
+    elif dt == "C64":
+        a = (rng.standard_normal(n) + 1j * rng.standard_normal(n)).astype("<c8")
+    else:
+        a = rng.integers(0, 256, n * np.dtype(NP_TYPES[dt]).itemsize, dtype=np.uint8).view(NP_TYPES[dt])
+    return a.reshape(shape)
+
+
+@pytest.fixture
+def allfile(tmp_path):
+    """A file with every NumPy-expressible dtype, odd shapes, a 0-d scalar,
+    an empty tensor, BF16/F8 raw bits, and misaligned tensors."""
+    arrays = {}
+    tensors = {}
+    for i, (dt, npdt) in enumerate(NP_TYPES.items()):
+        shape = [(3, 5, 7), (1,), (), (0, 4), (129,)][i % 5]
+        a = sample(dt, shape, i)
+        arrays["t_" + dt.lower()] = a
+        tensors["t_" + dt.lower()] = (dt, shape, a.tobytes())
+    bf = np.random.default_rng(99).integers(0, 1 << 16, (4, 6), dtype=np.uint16)
+    tensors["t_bf16"] = ("BF16", (4, 6), bf.astype("<u2").tobytes())
+    f8 = np.arange(256, dtype=np.uint8)
+    tensors["t_f8e4m3"] = ("F8_E4M3", (256,), f8.tobytes())
+    tensors["t_f8e5m2"] = ("F8_E5M2", (16, 16), f8.tobytes())
+    # misaligned: an I32 and an F64 at offsets = 1 mod 8
+    mis32 = sample("I32", (11,), 50)
+    mis64 = sample("F64", (3, 3), 51)
+    tensors["mis_i32"] = ("I32", (11,), mis32.tobytes())
+    tensors["mis_f64"] = ("F64", (3, 3), mis64.tobytes())
+    p = tmp_path / "all.safetensors"
+    header = write_safetensors(p, tensors, metadata={"format": "pt"}, gap_before={"mis_i32": "odd", "mis_f64": "odd"})
+    assert header["mis_i32"]["data_offsets"][0] % 4 != 0
+    assert header["mis_f64"]["data_offsets"][0] % 8 != 0
+    return str(p), tensors
+
+
+def test_numpy_every_dtype(allfile):
+    path, tensors = allfile
+    out = ost.load_file(path, framework="numpy")
+    assert set(out) == set(tensors)
+    for name, (dt, shape, raw) in tensors.items():
+        a = out[name]
+        assert a.shape == tuple(shape), name
+        assert a.tobytes() == raw, name
+        if dt in NP_TYPES:
+            assert a.dtype == np.dtype(NP_TYPES[dt]), name
+        assert a.ctypes.data % a.dtype.itemsize == 0, name  # aligned (copied if needed)
+    try:
+        import ml_dtypes
+
+        assert out["t_bf16"].dtype == ml_dtypes.bfloat16
+    except ImportError:
+        assert out["t_bf16"].dtype == np.uint16  # documented fallback
+        assert out["t_f8e4m3"].dtype == np.uint8
+    # aligned tensors are views of one buffer; misaligned ones are copies
+    def root(a):
+        while a.base is not None and isinstance(a.base, np.ndarray):
+            a = a.base
+        return a
+
+    infos, _, _ = ost.read_header(path)
+    shared = {id(root(out[n])) for n, t in infos.items() if t.begin % t.itemsize == 0 and t.end > t.begin}
+    assert len(shared) == 1
+    copies = [n for n, t in infos.items() if t.begin % t.itemsize]
+    assert "mis_i32" in copies and "mis_f64" in copies
+    for n in copies:
+        assert id(root(out[n])) not in shared
+
+
+def test_small_pieces(tmp_path):
+    a = sample("F32", (1000, 33), 7)
+    b = sample("I16", (12345,), 8)
+    p = tmp_path / "p.safetensors"
+    write_safetensors(p, {"a": ("F32", a.shape, a.tobytes()), "b": ("I16", b.shape, b.tobytes())})
+    out = ost.load_file(p, framework="numpy", piece_size=4096 + 7)
+    np.testing.assert_array_equal(out["a"], a)
+    np.testing.assert_array_equal(out["b"], b)
+
+
+def test_header_and_empty_file(tmp_path):
+    p = tmp_path / "e.safetensors"
+    write_safetensors(p, {}, metadata={"k": "v"})
+    assert ost.load_file(p, framework="numpy") == {}
+    infos, meta, start = ost.read_header(p)
+    assert infos == {} and meta == {"k": "v"} and start % 8 == 0
+
+
+def _raw_file(path, header_bytes, data=b"", length=None):
+    n = len(header_bytes) if length is None else length
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", n) + header_bytes + data)
+
+
+@pytest.mark.parametrize(
+    "case, match",
+    [
+        ("short", "shorter than the 8-byte"),
+        ("hdr_past_eof", "runs past the end"),
+        ("huge_hdr", "above the"),
+        ("bad_json", "not valid UTF-8 JSON"),
+        ("not_object", "not an object"),
+        ("unknown_dtype", "unknown dtype 'Q8'"),
+        ("shape_mismatch", "needs 24 bytes"),
+        ("out_of_range", "run past the 16-byte data region"),
+        ("overlap", "overlap"),
+        ("reversed", "end before"),
+        ("bad_shape", "not a list of non-negative"),
+        ("truncated_data", "run past"),
+    ],
+)
+def test_header_errors(tmp_path, case, match):
+    p = tmp_path / ("%s.safetensors" % case)
+    ok = {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}
+    if case == "short":
+        p.write_bytes(b"\x05\x00\x00")
+    elif case == "hdr_past_eof":
+        _raw_file(p, b'{"a":', length=4096)  # truncated header
+    elif case == "huge_hdr":
+        _raw_file(p, b"{}", length=1 << 40)
+    elif case == "bad_json":
+        _raw_file(p, b'{"a": {"dtype": "F32",,}}')
+    elif case == "not_object":
+        _raw_file(p, b"[1, 2]")
+    else:
+        h = {"a": dict(ok)}
+        data = bytes(16)
+        if case == "unknown_dtype":
+            h["a"]["dtype"] = "Q8"
+        elif case == "shape_mismatch":
+            h["a"]["shape"] = [2, 3]
+        elif case == "out_of_range":
+            h["a"]["data_offsets"] = [8, 24]
+            h["a"]["shape"] = [4]
+        elif case == "overlap":
+            h["b"] = {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}
+        elif case == "reversed":
+            h["a"]["data_offsets"] = [8, 0]
+        elif case == "bad_shape":
+            h["a"]["shape"] = [2, -1]
+        elif case == "truncated_data":
+            h["a"] = {"dtype": "F32", "shape": [8], "data_offsets": [0, 32]}
+        _raw_file(p, json.dumps(h).encode(), data)
+    with pytest.raises(ost.HeaderError, match=match) as ei:
+        ost.load_file(p, framework="numpy")
+    assert str(p) in str(ei.value)
+    assert isinstance(ei.value, ValueError)
+
+
+def test_torch_cpu_matches(allfile, tmp_path):
+    torch = pytest.importorskip("torch")
+    path, tensors = allfile
+    out = ost.load_file(path, device="cpu", framework="torch")
+    for name, (dt, shape, raw) in tensors.items():
+        t = out[name]
+        assert tuple(t.shape) == tuple(shape)
+        assert t.contiguous().reshape(-1).view(torch.uint8).numpy().tobytes() == raw, name
+    try:
+        from safetensors.torch import load_file as ref_load
+    except ImportError:
+        return
+    # the reference loader refuses gaps between tensors (this loader allows
+    # them), so compare on the same tensors written back to back
+    path = str(tmp_path / "nogap.safetensors")
+    write_safetensors(path, tensors)
+    out = ost.load_file(path, device="cpu", framework="torch")
+    ref = ref_load(path, device="cpu")
+    assert set(ref) == set(out)
+    for name in ref:
+        assert ref[name].dtype == out[name].dtype and ref[name].shape == out[name].shape
+        assert ref[name].reshape(-1).view(torch.uint8).equal(out[name].reshape(-1).view(torch.uint8)), name
+
+
+def test_device_without_torch_rejected(allfile):
+    path, _ = allfile
+    with pytest.raises(ValueError):
+        ost.load_file(path, device="cuda", framework="numpy")
+    with pytest.raises(ValueError):
+        ost.load_file(path, framework="jax")
