@@ -44,6 +44,15 @@ static void ref_close(void)
 {
 }
 
+/* The file's size now, or -1. */
+static off_t file_size(const struct ods_handle *h)
+{
+	struct stat st;
+	if (h->blockdev)
+		return h->blk_size;
+	return fstat(h->fd, &st) == 0 ? st.st_size : -1;
+}
+
 /* Read [off, off+size) of a direct fd through an aligned bounce buffer. */
 static ssize_t bounce_read(int fd, char *dst, size_t size, off_t off)
 {
@@ -86,6 +95,7 @@ static ssize_t rmw_write(struct ods_handle *h, const char *src, size_t size, off
 	ssize_t ret = 0;
 	size_t done = 0;
 	pthread_mutex_lock(&h->twin_lock);
+	off_t old_size = file_size(h);
 	while (done < size) {
 		off_t pos = off + (off_t)done;
 		off_t a0 = pos & ~(A - 1);
@@ -112,16 +122,11 @@ static ssize_t rmw_write(struct ods_handle *h, const char *src, size_t size, off
 	free(b);
 	if (ret < 0)
 		return ret;
-	/* The whole blocks written may have extended the file past the
-	 * caller's end; cut it back to where a pwrite would have left it. */
-	struct stat st;
-	if (!h->blockdev && fstat(h->fd, &st) == 0 && st.st_size > off + (off_t)size &&
-	    st.st_size <= ((off + (off_t)size + A - 1) & ~(A - 1))) {
-		/* only when this write created the tail; a racing longer
-		 * write is not undone because its end is beyond ours */
-		if (ftruncate(h->fd, off + (off_t)size) < 0)
-			return -errno;
-	}
+	/* Whole blocks written past the old end leave the file longer than a
+	 * pwrite would; cut it back to max(old size, end of this write). */
+	off_t want = off + (off_t)size > old_size ? off + (off_t)size : old_size;
+	if (!h->blockdev && old_size >= 0 && file_size(h) > want && ftruncate(h->fd, want) < 0)
+		return -errno;
 	return (ssize_t)size;
 }
 
@@ -150,6 +155,14 @@ static ssize_t host_rw(struct ods_io *io, char *buf, size_t size, off_t off)
 	 * middle can go direct only when the buffer is aligned with it. */
 	off_t end = off + (off_t)size;
 	off_t m0 = (off + A - 1) & ~(A - 1), m1 = end & ~(A - 1);
+	if (io->opcode == OPENDS_READ) {
+		/* A direct read of the block holding EOF fills the whole block
+		 * of the caller's buffer; keep that block on the buffered
+		 * path so nothing past the returned count is written. */
+		off_t eof = file_size(h);
+		if (eof >= 0 && m1 > (eof & ~(A - 1)))
+			m1 = eof & ~(A - 1);
+	}
 	if (m1 <= m0 || ((uintptr_t)(buf + (m0 - off)) & (ODS_ALIGN - 1)))
 		return buffered_rw(io, buf, size, off);
 
@@ -181,7 +194,11 @@ static ssize_t host_rw(struct ods_io *io, char *buf, size_t size, off_t off)
  * this is the oracle, the fast staging pipeline lives in uring. */
 static ssize_t staged_rw(struct ods_io *io)
 {
-	const size_t piece = BOUNCE * 4;
+	/* small requests get a small bounce: a 4 MiB allocation per 4 KiB
+	 * read would cost more than the read */
+	size_t piece = BOUNCE * 4;
+	if (io->size + 2 * ODS_ALIGN < piece)
+		piece = io->size + 2 * ODS_ALIGN;
 	char *b = ods_aligned_alloc(piece);
 	if (!b)
 		return -ENOMEM;
