@@ -135,6 +135,13 @@ static bool p_aligned(struct ods_config *c, const char *s)
 	return true;
 }
 
+static bool p_cufile_lib(struct ods_config *c, const char *s)
+{
+	/* a path or a bare name for the loader; checked when gds loads it */
+	(void)c;
+	return strlen(s) < 4096;
+}
+
 static const struct {
 	const char *name;
 	const char *accepts;
@@ -149,6 +156,8 @@ static const struct {
 	{ "OPENDS_CPU_MASK", "a hexadecimal CPU mask of at most 64 bits, e.g. 0xf0", p_mask },
 	{ "OPENDS_IDLE_SPIN", "microseconds from 0 to 1000000, or busy", p_spin },
 	{ "OPENDS_ASSUME_ALIGNED_ONLY", "0 or 1", p_aligned },
+	{ "OPENDS_CUFILE_LIBRARY", "a path to NVIDIA's libcufile.so.0, or a file name the loader searches (under 4096 characters)",
+	  p_cufile_lib },
 };
 
 static void defaults(struct ods_config *c)

@@ -183,9 +183,15 @@ struct ods_backend {
 	 * for room only if may_block. NULL: the core's pool runs rw on its
 	 * workers. */
 	void (*submit)(struct ods_io *io, bool may_block);
+	/* optional: a buffer range was registered (after the accelerator's
+	 * hook) or is being deregistered; *priv lands in ods_region.be_priv */
+	int (*buf_register)(void *p, size_t n, enum ods_mem_kind k, void **priv);
+	void (*buf_deregister)(void *p, size_t n, enum ods_mem_kind k, void *priv);
 };
+#define ODS_BACKEND_HAS_BUF_HOOKS 1
 
 extern const struct ods_backend ods_backend_ref;
+extern const struct ods_backend ods_backend_gds; /* src/backends/gds/ (ODS_HAVE_GDS) */
 extern const struct ods_backend ods_backend_uring; /* src/backends/uring/ (ODS_HAVE_URING) */
 
 /* Built backends in the order auto tries them (first usable wins), and the

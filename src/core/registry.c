@@ -12,6 +12,7 @@
 #include "ods.h"
 
 static struct ods_slots handles;
+static void region_release(const struct ods_region *r);
 /* fds with a registered handle, to refuse registering one twice */
 static pthread_mutex_t fd_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint8_t *fd_used;
@@ -50,9 +51,7 @@ void ods_registry_fini(void)
 	fd_used = NULL;
 	fd_cap = 0;
 	for (size_t i = 0; i < nregions; i++)
-		if (ods_drv.accel->buf_deregister)
-			ods_drv.accel->buf_deregister((void *)regions[i].base, regions[i].size, regions[i].kind,
-						      regions[i].accel_priv);
+		region_release(&regions[i]);
 	free(regions);
 	regions = NULL;
 	nregions = regions_cap = 0;
@@ -195,6 +194,16 @@ int ods_handle_fd_buffered(struct ods_handle *h)
 
 /* ---- memory ----------------------------------------------------------- */
 
+/* Undo what the backend and the accelerator did at registration, in the
+ * reverse order. */
+static void region_release(const struct ods_region *r)
+{
+	if (ods_drv.be->buf_deregister)
+		ods_drv.be->buf_deregister((void *)r->base, r->size, r->kind, r->be_priv);
+	if (ods_drv.accel->buf_deregister)
+		ods_drv.accel->buf_deregister((void *)r->base, r->size, r->kind, r->accel_priv);
+}
+
 /* index of the first region whose end is above p */
 static size_t region_search(uintptr_t p)
 {
@@ -273,6 +282,15 @@ OPENDS_API opends_error_t opends_buf_register(const void *buf, size_t size, int 
 			return ods_err(rc, 0);
 		}
 	}
+	if (ods_drv.be->buf_register) {
+		rc = ods_drv.be->buf_register((void *)buf, size, r.kind, &r.be_priv);
+		if (rc) {
+			if (ods_drv.accel->buf_deregister)
+				ods_drv.accel->buf_deregister((void *)buf, size, r.kind, r.accel_priv);
+			pthread_rwlock_unlock(&regions_lock);
+			return ods_err(rc, 0);
+		}
+	}
 	memmove(&regions[i + 1], &regions[i], (nregions - i) * sizeof(*regions));
 	regions[i] = r;
 	nregions++;
@@ -299,7 +317,6 @@ OPENDS_API opends_error_t opends_buf_deregister(const void *buf)
 	memmove(&regions[i], &regions[i + 1], (nregions - i - 1) * sizeof(*regions));
 	nregions--;
 	pthread_rwlock_unlock(&regions_lock);
-	if (ods_drv.accel->buf_deregister)
-		ods_drv.accel->buf_deregister((void *)r.base, r.size, r.kind, r.accel_priv);
+	region_release(&r);
 	return ods_ok();
 }
