@@ -1,0 +1,80 @@
+#!/bin/sh
+# Consumer check: install the project into a private DESTDIR, then build a C
+# and a C++ program against it using only pkg-config, and run them.
+# Catches a missing/incorrect opends.pc, a header that does not compile as
+# strict C11 or as C++, and symbols that are not exported.
+#
+# usage: run.sh <builddir> <prep-program> [<b_sanitize> [<compiler id>]]
+# exit 0 pass, 77 skip (no pkg-config / C++ compiler), else fail.
+set -eu
+
+builddir=$1
+prep=$2
+san=${3:-none}
+ccid=${4:-gcc}
+
+case $ccid in
+clang) CC=${CC:-clang}; CXX=${CXX:-clang++} ;;
+*) CC=${CC:-cc}; CXX=${CXX:-c++} ;;
+esac
+here=$(cd "$(dirname "$0")" && pwd)
+
+command -v pkg-config >/dev/null 2>&1 || { echo "SKIP: no pkg-config"; exit 77; }
+command -v meson >/dev/null 2>&1 || { echo "SKIP: no meson in PATH"; exit 77; }
+command -v "$CC" >/dev/null 2>&1 || { echo "SKIP: no C compiler $CC"; exit 77; }
+have_cxx=1
+command -v "$CXX" >/dev/null 2>&1 || have_cxx=0
+
+# unique per run: the build dir may be installed by others at the same time
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/opends-consumer-XXXXXX")
+trap 'rm -rf "$tmp"' EXIT INT TERM
+
+meson install -C "$builddir" --no-rebuild --quiet --destdir "$tmp/dest" >"$tmp/install.log" 2>&1 || {
+	cat "$tmp/install.log"; echo "FAIL: meson install"; exit 1; }
+
+pc=$(find "$tmp/dest" -name opends.pc | head -n 1)
+[ -n "$pc" ] || { echo "FAIL: no opends.pc installed"; find "$tmp/dest"; exit 1; }
+hdr=$(find "$tmp/dest" -name opends.h | head -n 1)
+[ -n "$hdr" ] || { echo "FAIL: no opends.h installed"; exit 1; }
+lib=$(find "$tmp/dest" -name 'libopends.so*' | head -n 1)
+[ -n "$lib" ] || { echo "FAIL: no libopends.so installed"; exit 1; }
+libdir=$(dirname "$lib")
+
+# the .pc names the final prefix; the sysroot maps it into DESTDIR
+PKG_CONFIG_PATH=$(dirname "$pc")
+PKG_CONFIG_SYSROOT_DIR=$tmp/dest
+PKG_CONFIG_ALLOW_SYSTEM_CFLAGS=1
+PKG_CONFIG_ALLOW_SYSTEM_LIBS=1
+export PKG_CONFIG_PATH PKG_CONFIG_SYSROOT_DIR PKG_CONFIG_ALLOW_SYSTEM_CFLAGS PKG_CONFIG_ALLOW_SYSTEM_LIBS
+pkg-config --exists opends || { echo "FAIL: pkg-config does not find opends"; cat "$pc"; exit 1; }
+cflags=$(pkg-config --cflags opends)
+libs=$(pkg-config --libs opends)
+echo "pkg-config: cflags [$cflags] libs [$libs] version $(pkg-config --modversion opends)"
+
+# only opends_* is exported
+if command -v nm >/dev/null 2>&1; then
+	extra=$(nm -D --defined-only "$lib" | awk '$2 != "A" && $3 !~ /^opends_/ {print $3}')
+	[ -z "$extra" ] || { echo "FAIL: $lib exports symbols outside opends_*:"; echo "$extra"; exit 1; }
+fi
+
+sanflags=
+[ "$san" = none ] || sanflags="-fsanitize=$san"
+
+"$prep" "$tmp/data" >/dev/null
+
+# strict C11 plus POSIX: the header must not need GNU extensions
+# shellcheck disable=SC2086
+"$CC" -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -pedantic $sanflags \
+	"$here/consumer.c" -o "$tmp/consumer_c" $cflags $libs
+OPENDS_ACCEL=host LD_LIBRARY_PATH=$libdir "$tmp/consumer_c" "$tmp/data/pat16.bin"
+
+if [ $have_cxx = 1 ]; then
+	# shellcheck disable=SC2086
+	"$CXX" -std=c++11 -Wall -Wextra -Werror $sanflags \
+		"$here/consumer.cpp" -o "$tmp/consumer_cpp" $cflags $libs
+	OPENDS_ACCEL=host LD_LIBRARY_PATH=$libdir "$tmp/consumer_cpp" "$tmp/data/pat16.bin"
+else
+	echo "SKIP: no C++ compiler ($CXX); C consumer passed"
+	exit 77
+fi
+echo "consumer OK"
