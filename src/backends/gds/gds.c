@@ -1,0 +1,598 @@
+/*
+ * The gds backend: NVIDIA's cuFile (GPUDirect Storage) moves device memory
+ * to and from files whose handle cuFile accepts. libcufile.so.0 is loaded
+ * with dlopen at driver open (OPENDS_CUFILE_LIBRARY names another path),
+ * never linked, so one build runs with or without it. docs/gds.md has the
+ * whole story; in short:
+ *
+ * - probe: auto takes gds only when cuFile's direct path works (nvidia-fs
+ *   or PCI P2PDMA); in compatibility mode cuFile is POSIX inside and the
+ *   uring backend is faster, so auto moves on. OPENDS_BACKEND=gds runs in
+ *   either mode. OpenDS's own cuFile drop-in is recognised by its marker
+ *   symbol and refused (it would call back into OpenDS).
+ * - handles: cuFileHandleRegister at registration; a file cuFile refuses
+ *   (no udev data, tmpfs, block devices, unsupported file systems) is still
+ *   served, through the reference backend's POSIX path. Each handle
+ *   records which path it took.
+ * - data: device memory on a cuFile handle goes through cuFileRead/Write;
+ *   host memory and handles cuFile refused go through the POSIX path.
+ *   Writes on O_DIRECT handles send their partial head and tail blocks
+ *   through the POSIX path's buffered twin, so concurrent writers to other
+ *   bytes of those blocks lose nothing (the contract of opends_sync_write).
+ * - async, batches, streams: the core's pool runs rw (submit is NULL); the
+ *   batch and stream engines are the core's over that pool.
+ * - errors: cuFile's negated CUfileOpError and its -1 with errno both
+ *   become the contract's -OPENDS_* or -errno.
+ */
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "ods.h"
+#include "gds.h"
+
+#define ODS_CUFILE_NO_CUDA_H
+#include "../../compat/cufile/include/cufile.h"
+#include "../../compat/cufile/cufile_layout.h"
+
+ODS_CUFILE_LAYOUT_CHECKS();
+ODS_CUFILE_PROTO_CHECKS();
+
+#define A ((off_t)ODS_ALIGN)
+#define MAX_CALL ((size_t)1 << 30) /* bytes per cuFile call */
+
+/* ---- the loaded libraries ------------------------------------------------ */
+
+#define FN(name) __typeof__(name) *name
+static struct {
+	void *lib;
+	char path[PATH_MAX]; /* what was asked for */
+	char where[PATH_MAX]; /* the file the loader picked */
+	FN(cuFileDriverOpen);
+	FN(cuFileDriverClose_v2);
+	FN(cuFileDriverGetProperties);
+	FN(cuFileHandleRegister);
+	FN(cuFileHandleDeregister);
+	FN(cuFileBufRegister);
+	FN(cuFileBufDeregister);
+	FN(cuFileRead);
+	FN(cuFileWrite);
+	/* optional */
+	FN(cuFileGetVersion);
+	FN(cuFileGetParameterBool);
+	FN(cuFileReadAsync);
+	FN(cuFileWriteAsync);
+	FN(cuFileStreamRegister);
+	FN(cuFileStreamDeregister);
+	int version;
+
+	bool drv_open;      /* cuFileDriverOpen succeeded and not closed */
+	bool direct;        /* nvidia-fs or P2PDMA reported */
+	int auto_verdict;   /* for path: 0 not probed, 1 direct, -1 compat */
+	char mode[320];     /* how cuFile runs, for messages */
+} cf;
+#undef FN
+
+
+/* The CUDA driver: a GPU must be there before cuFile is asked anything,
+ * and device pointers need a current context on worker threads. Loaded
+ * once, never unloaded. */
+static struct {
+	void *lib;
+	int (*cuCtxGetCurrent)(void **ctx);
+	int (*cuCtxSetCurrent)(void *ctx);
+	int (*cuPointerGetAttribute)(void *data, int attribute, unsigned long long ptr);
+	int (*cuInit)(unsigned flags);
+	int (*cuDeviceGetCount)(int *count);
+} cu;
+
+#define CU_POINTER_ATTRIBUTE_CONTEXT 1
+
+static const struct ods_accel *gds_accel;
+
+/* The library's name from the environment: OPENDS_CUFILE_LIBRARY, else the
+ * SONAME the loader searches. */
+static const char *wanted_path(void)
+{
+	const char *p = getenv("OPENDS_CUFILE_LIBRARY");
+	return p && *p ? p : "libcufile.so.0";
+}
+
+static void unload(void)
+{
+	if (cf.lib)
+		dlclose(cf.lib);
+	memset(&cf, 0, sizeof(cf));
+}
+
+/* Load libcufile (once per process and path; kept loaded: unloading
+ * cuFile is a known source of crashes). 0 or an OPENDS_* code with why. */
+static int load(char *why, size_t n)
+{
+	const char *path = wanted_path();
+	if (cf.lib && !strcmp(cf.path, path))
+		return 0;
+	if (cf.lib) {
+		if (cf.drv_open)
+			return 0; /* the path changed while in use: keep the old */
+		unload();
+	}
+
+	int flags = RTLD_NOW | RTLD_LOCAL;
+	/* When the drop-in is already in the process, NVIDIA's library loaded
+	 * by path must bind its own cuFile symbols, not the drop-in's. */
+	if (strchr(path, '/') && dlsym(RTLD_DEFAULT, "opends_cufile_dropin"))
+		flags |= RTLD_DEEPBIND;
+	dlerror();
+	void *lib = dlopen(path, flags);
+	if (!lib) {
+		const char *e = dlerror();
+		snprintf(why, n, "cannot load %s (%s)%s", path, e ? e : "unknown error",
+			 getenv("OPENDS_CUFILE_LIBRARY") ? "" : "; OPENDS_CUFILE_LIBRARY can name NVIDIA's libcufile.so.0");
+		return OPENDS_PLATFORM_NOT_SUPPORTED;
+	}
+
+	char where[PATH_MAX] = "";
+	Dl_info info;
+	void *any = dlsym(lib, "cuFileDriverOpen");
+	if (any && dladdr(any, &info) && info.dli_fname)
+		snprintf(where, sizeof(where), "%s", info.dli_fname);
+	else
+		snprintf(where, sizeof(where), "%s", path);
+
+	if (dlsym(lib, "opends_cufile_dropin")) {
+		snprintf(why, n,
+			 "%s is OpenDS's cuFile drop-in, not NVIDIA's cuFile; set OPENDS_CUFILE_LIBRARY to the path "
+			 "of NVIDIA's libcufile.so.0",
+			 where);
+		dlclose(lib);
+		return OPENDS_PLATFORM_NOT_SUPPORTED;
+	}
+
+	cf.lib = lib;
+	snprintf(cf.path, sizeof(cf.path), "%s", path);
+	snprintf(cf.where, sizeof(cf.where), "%s", where);
+	const char *missing = NULL;
+#define REQ(name)                                                         \
+	do {                                                              \
+		*(void **)&cf.name = dlsym(lib, #name);                   \
+		if (!cf.name && !missing)                                 \
+			missing = #name;                                  \
+	} while (0)
+#define OPT(name) (*(void **)&cf.name = dlsym(lib, #name))
+	REQ(cuFileDriverOpen);
+	OPT(cuFileDriverClose_v2);
+	if (!cf.cuFileDriverClose_v2)
+		*(void **)&cf.cuFileDriverClose_v2 = dlsym(lib, "cuFileDriverClose");
+	if (!cf.cuFileDriverClose_v2 && !missing)
+		missing = "cuFileDriverClose";
+	REQ(cuFileDriverGetProperties);
+	REQ(cuFileHandleRegister);
+	REQ(cuFileHandleDeregister);
+	REQ(cuFileBufRegister);
+	REQ(cuFileBufDeregister);
+	REQ(cuFileRead);
+	REQ(cuFileWrite);
+	OPT(cuFileGetVersion);
+	OPT(cuFileGetParameterBool);
+	OPT(cuFileReadAsync);
+	OPT(cuFileWriteAsync);
+	OPT(cuFileStreamRegister);
+	OPT(cuFileStreamDeregister);
+#undef REQ
+#undef OPT
+	if (missing) {
+		snprintf(why, n, "%s has no %s; it is not a usable libcufile.so.0", where, missing);
+		unload();
+		return OPENDS_PLATFORM_NOT_SUPPORTED;
+	}
+	cf.version = 0;
+	if (cf.cuFileGetVersion)
+		cf.cuFileGetVersion(&cf.version);
+
+	if (!cu.lib) {
+		cu.lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+		if (cu.lib) {
+			*(void **)&cu.cuCtxGetCurrent = dlsym(cu.lib, "cuCtxGetCurrent");
+			*(void **)&cu.cuCtxSetCurrent = dlsym(cu.lib, "cuCtxSetCurrent");
+			*(void **)&cu.cuPointerGetAttribute = dlsym(cu.lib, "cuPointerGetAttribute");
+			*(void **)&cu.cuInit = dlsym(cu.lib, "cuInit");
+			*(void **)&cu.cuDeviceGetCount = dlsym(cu.lib, "cuDeviceGetCount");
+			if (!cu.cuCtxGetCurrent || !cu.cuCtxSetCurrent || !cu.cuPointerGetAttribute)
+				cu.cuCtxGetCurrent = NULL;
+		}
+	}
+	return 0;
+}
+
+static const char *op_str(int code)
+{
+	return opends_op_status_error(code);
+}
+
+/* cuFile's answer to "does the direct path work": nvidia-fs reports its
+ * version and the storage kinds it serves; PCI P2PDMA shows as the P2P
+ * feature bit with use_pci_p2pdma on. Compatibility mode forced by
+ * configuration wins over both. */
+static bool direct_path(const CUfileDrvProps_t *p, char *mode, size_t n)
+{
+	bool nvfs = p->nvfs.major_version != 0 && (p->nvfs.dstatusflags & ((1u << 15) - 1)) != 0;
+	bool p2p_bit = (p->fflags & (1u << CU_FILE_P2P_SUPPORTED)) != 0;
+	bool p2p_on = false, forced = false, b;
+	if (cf.cuFileGetParameterBool) {
+		if (cf.cuFileGetParameterBool(CUFILE_PARAM_USE_PCIP2PDMA, &b).err == CU_FILE_SUCCESS)
+			p2p_on = b;
+		if (cf.cuFileGetParameterBool(CUFILE_PARAM_FORCE_COMPAT_MODE, &b).err == CU_FILE_SUCCESS)
+			forced = b;
+	}
+	bool p2p = p2p_bit && p2p_on;
+	snprintf(mode, n, "cuFile %d.%d from %.200s: nvidia-fs %s, PCI P2PDMA %s%s", cf.version / 1000,
+		 (cf.version % 1000) / 10, cf.where,
+		 nvfs ? "active" : "not loaded", p2p ? "on" : "off", forced ? ", compatibility mode forced" : "");
+	return (nvfs || p2p) && !forced;
+}
+
+/* cuFile without a usable GPU can fail slowly or never return from
+ * cuFileDriverOpen (seen: the 1.20 wheel spins on a machine without
+ * libcuda), so a device is required before asking it. */
+static int gpu_present(char *why, size_t n)
+{
+	int r, count = 0;
+	if (!cu.lib || !cu.cuInit || !cu.cuDeviceGetCount) {
+		snprintf(why, n, "cuFile needs a GPU: libcuda.so.1 %s", cu.lib ? "lacks cuInit/cuDeviceGetCount"
+										   : "cannot be loaded");
+		return OPENDS_PLATFORM_NOT_SUPPORTED;
+	}
+	if ((r = cu.cuInit(0)) != 0 || (r = cu.cuDeviceGetCount(&count)) != 0 || count < 1) {
+		snprintf(why, n, "cuFile needs a GPU: the CUDA driver reports none (CUresult %d, %d devices)", r, count);
+		return OPENDS_PLATFORM_NOT_SUPPORTED;
+	}
+	return 0;
+}
+
+static int driver_up(char *why, size_t n)
+{
+	if (cf.drv_open)
+		return 0;
+	int rc = gpu_present(why, n);
+	if (rc)
+		return rc;
+	CUfileError_t e = cf.cuFileDriverOpen();
+	if (e.err != CU_FILE_SUCCESS) {
+		snprintf(why, n, "cuFileDriverOpen (%s) failed: %d (%s)%s", cf.where, (int)e.err, op_str((int)e.err),
+			 e.err == CU_FILE_CUDA_DRIVER_ERROR ? "; is there a GPU and a CUDA driver?" : "");
+		return OPENDS_PLATFORM_NOT_SUPPORTED;
+	}
+	CUfileDrvProps_t p;
+	memset(&p, 0, sizeof(p));
+	e = cf.cuFileDriverGetProperties(&p);
+	if (e.err != CU_FILE_SUCCESS) {
+		snprintf(why, n, "cuFileDriverGetProperties (%s) failed: %d (%s)", cf.where, (int)e.err,
+			 op_str((int)e.err));
+		cf.cuFileDriverClose_v2();
+		return OPENDS_PLATFORM_NOT_SUPPORTED;
+	}
+	cf.direct = direct_path(&p, cf.mode, sizeof(cf.mode));
+	cf.drv_open = true;
+	return 0;
+}
+
+static void driver_down(void)
+{
+	if (cf.drv_open)
+		cf.cuFileDriverClose_v2();
+	cf.drv_open = false;
+}
+
+static int gds_probe(const struct ods_config *cfg, char *why, size_t n)
+{
+	bool is_auto = !strcmp(cfg->backend, "auto");
+	if (is_auto && (!strcmp(cfg->accel, "host") || !strcmp(cfg->accel, "hostdev"))) {
+		snprintf(why, n, "OPENDS_ACCEL=%s: no device memory for cuFile to serve", cfg->accel);
+		return OPENDS_PLATFORM_NOT_SUPPORTED;
+	}
+	int rc = load(why, n);
+	if (rc)
+		return rc;
+	/* auto asks once per process and library: opening cuFile is slow and
+	 * writes cufile.log, and the answer does not change */
+	if (is_auto && cf.auto_verdict < 0) {
+		snprintf(why, n, "cuFile is in compatibility mode; uring is faster (%s)", cf.mode);
+		return OPENDS_PLATFORM_NOT_SUPPORTED;
+	}
+	if ((rc = driver_up(why, n)))
+		return rc;
+	if (is_auto) {
+		cf.auto_verdict = cf.direct ? 1 : -1;
+		if (!cf.direct) {
+			snprintf(why, n, "cuFile is in compatibility mode; uring is faster (%s)", cf.mode);
+			driver_down();
+			return OPENDS_PLATFORM_NOT_SUPPORTED;
+		}
+	}
+	return 0;
+}
+
+static int gds_open(const struct ods_config *cfg, const struct ods_accel *accel)
+{
+	char why[256] = "";
+	int rc = load(why, sizeof(why));
+	if (!rc)
+		rc = driver_up(why, sizeof(why));
+	if (rc)
+		return ods_fail(rc, "OPENDS_BACKEND=gds: %s", why);
+	gds_accel = accel;
+	/* the POSIX path for host memory and for files cuFile refuses */
+	rc = ods_backend_ref.open(cfg, accel);
+	if (rc) {
+		driver_down();
+		return rc;
+	}
+	return 0;
+}
+
+static void gds_close(void)
+{
+	ods_backend_ref.close();
+	driver_down();
+	gds_accel = NULL;
+}
+
+/* ---- handles ------------------------------------------------------------- */
+
+enum gds_path { PATH_POSIX = 0, PATH_CUFILE = 1 };
+
+struct gds_handle {
+	enum gds_path path;
+	CUfileHandle_t cfh;
+	int refused;        /* cuFileHandleRegister's code when PATH_POSIX */
+};
+
+static int gds_handle_open(struct ods_handle *h)
+{
+	struct gds_handle *g = calloc(1, sizeof(*g));
+	if (!g)
+		return ods_fail(OPENDS_NOMEM_ERROR, "opends_handle_register: out of memory");
+	CUfileDescr_t d;
+	memset(&d, 0, sizeof(d));
+	d.type = CU_FILE_HANDLE_TYPE_OPAQUE_FD;
+	d.handle.fd = h->fd;
+	CUfileError_t e = cf.cuFileHandleRegister(&g->cfh, &d);
+	if (e.err == CU_FILE_SUCCESS) {
+		g->path = PATH_CUFILE;
+	} else {
+		/* still served: through the POSIX path */
+		g->path = PATH_POSIX;
+		g->refused = (int)e.err;
+		g->cfh = NULL;
+	}
+	h->be = g;
+	return 0;
+}
+
+static void gds_handle_close(struct ods_handle *h)
+{
+	struct gds_handle *g = h->be;
+	if (!g)
+		return;
+	if (g->path == PATH_CUFILE && cf.drv_open)
+		cf.cuFileHandleDeregister(g->cfh);
+	free(g);
+	h->be = NULL;
+}
+
+/* ---- data ---------------------------------------------------------------- */
+
+static bool ods_code_known(int c)
+{
+	switch (c) {
+#define ODS_X_CASE(name, value, str) case value:
+		OPENDS_ERROR_LIST(ODS_X_CASE)
+#undef ODS_X_CASE
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* A CUfileOpError as the contract's negated code. */
+static ssize_t from_op(int code)
+{
+	if (code > 0 && ods_code_known(code))
+		return -(ssize_t)code;
+	switch (code) {
+	case CU_FILE_NVFS_INTERNAL_DRIVER_ERROR:
+		return -OPENDS_FS_DRIVER_ERROR;
+	case CU_FILE_BATCH_NOCOMPAT_ERROR:
+		return -OPENDS_IO_NOT_SUPPORTED;
+	case CU_FILE_INTERNAL_BATCH_SETUP_ERROR:
+	case CU_FILE_INTERNAL_BATCH_SUBMIT_ERROR:
+	case CU_FILE_INTERNAL_BATCH_GETSTATUS_ERROR:
+	case CU_FILE_INTERNAL_BATCH_CANCEL_ERROR:
+	case CU_FILE_INTERNAL_BUF_REGISTER_ERROR:
+	case CU_FILE_HASH_OPR_ERROR:
+		return -OPENDS_INTERNAL_ERROR;
+	default:
+		return -OPENDS_IO_ERROR;
+	}
+}
+
+/* cuFile's data-path result (bytes; -1 with errno; a negated CUfileOpError;
+ * some releases also a plain -errno) as the contract's. */
+static ssize_t from_cufile(ssize_t r, int err)
+{
+	if (r >= 0)
+		return r;
+	if (r == -1) {
+		if (err > CUFILEOP_BASE_ERR)
+			return from_op(err); /* some releases leave the op error in errno */
+		return err > 0 ? -(ssize_t)err : -EIO;
+	}
+	if (r <= -CUFILEOP_BASE_ERR)
+		return from_op((int)-r);
+	return r; /* already -errno */
+}
+
+/* cuFile needs a current context for device memory; the pool's workers
+ * have none: give them the library's (the accelerator layer's
+ * thread_attach), else the one the pointer belongs to. */
+static void bind_context(const void *p)
+{
+	if (!cu.cuCtxGetCurrent)
+		return;
+	void *cur = NULL;
+	if (cu.cuCtxGetCurrent(&cur) == 0 && cur)
+		return;
+	if (gds_accel && gds_accel->thread_attach && gds_accel->thread_attach() == 0)
+		return;
+	void *ctx = NULL;
+	if (cu.cuPointerGetAttribute(&ctx, CU_POINTER_ATTRIBUTE_CONTEXT, (unsigned long long)(uintptr_t)p) == 0 && ctx)
+		cu.cuCtxSetCurrent(ctx);
+}
+
+/* [buf, buf+size) at off through cuFile; base/boff address a range cuFile
+ * has registered (base = buf, boff = 0 otherwise). */
+static ssize_t cufile_rw(struct ods_io *io, CUfileHandle_t cfh, char *base, off_t boff, size_t size, off_t off)
+{
+	size_t done = 0;
+	while (done < size) {
+		size_t n = size - done < MAX_CALL ? size - done : MAX_CALL;
+		errno = 0;
+		ssize_t r = io->opcode == OPENDS_READ
+				    ? cf.cuFileRead(cfh, base, n, off + (off_t)done, boff + (off_t)done)
+				    : cf.cuFileWrite(cfh, base, n, off + (off_t)done, boff + (off_t)done);
+		int err = errno;
+		if (r < 0) {
+			ssize_t e = from_cufile(r, err);
+			ods_fail((int)-e, "%s: cuFile%s(fd %d, %zu bytes at %lld) failed: %s", io->opcode == OPENDS_READ ? "read" : "write",
+				 io->opcode == OPENDS_READ ? "Read" : "Write", io->fh->fd, n,
+				 (long long)(off + (off_t)done), opends_op_status_error((int)e));
+			return e;
+		}
+		if (r == 0) {
+			if (io->opcode == OPENDS_READ)
+				break; /* EOF */
+			return -EIO;
+		}
+		done += (size_t)r;
+	}
+	return (ssize_t)done;
+}
+
+/* A piece of io through the POSIX path (the reference backend). */
+static ssize_t posix_piece(const struct ods_io *io, size_t skip, size_t size)
+{
+	struct ods_io sub;
+	memcpy(&sub, io, sizeof(sub));
+	sub.buf = io->buf + skip;
+	sub.off = io->off + (off_t)skip;
+	sub.size = size;
+	return ods_backend_ref.rw(&sub);
+}
+
+static ssize_t gds_rw(struct ods_io *io)
+{
+	struct gds_handle *g = io->fh->be;
+	if (io->mem != ODS_MEM_DEVICE || !g || g->path != PATH_CUFILE)
+		return ods_backend_ref.rw(io);
+
+	bind_context(io->buf);
+	/* a range registered with cuFile must be named by its base */
+	char *base = io->buf;
+	off_t boff = 0;
+	struct ods_region r;
+	if (ods_region_find((uintptr_t)io->buf, &r) && r.be_priv) {
+		base = (char *)r.base;
+		boff = (off_t)((uintptr_t)io->buf - r.base);
+	}
+
+	if (io->opcode == OPENDS_READ || !io->fh->direct)
+		return cufile_rw(io, g->cfh, base, boff, io->size, io->off);
+
+	/* O_DIRECT write: partial blocks at either end go through the POSIX
+	 * path's buffered twin, whole blocks through cuFile. */
+	off_t end = io->off + (off_t)io->size;
+	off_t m0 = (io->off + A - 1) & ~(A - 1), m1 = end & ~(A - 1);
+	if (m1 <= m0)
+		return posix_piece(io, 0, io->size);
+	size_t head = (size_t)(m0 - io->off), mid = (size_t)(m1 - m0), tail = (size_t)(end - m1);
+	ssize_t n;
+	if (head && (n = posix_piece(io, 0, head)) < 0)
+		return n;
+	if ((n = cufile_rw(io, g->cfh, base, boff + (off_t)head, mid, m0)) < 0)
+		return n;
+	if (tail && (n = posix_piece(io, head + mid, tail)) < 0)
+		return n;
+	return (ssize_t)io->size;
+}
+
+/* ---- hooks the core does not call yet (gds.h) ----------------------------- */
+
+int ods_gds_buf_register(void *p, size_t n, enum ods_mem_kind k, void **priv)
+{
+	*priv = NULL;
+	if (k != ODS_MEM_DEVICE || !cf.drv_open)
+		return 0;
+	bind_context(p);
+	if (cf.cuFileBufRegister(p, n, 0).err == CU_FILE_SUCCESS)
+		*priv = (void *)1;
+	return 0;
+}
+
+void ods_gds_buf_deregister(void *p, size_t n, enum ods_mem_kind k, void *priv)
+{
+	(void)n;
+	(void)k;
+	if (priv && cf.drv_open)
+		cf.cuFileBufDeregister(p);
+}
+
+int ods_gds_stream_rw(int opcode, struct ods_handle *h, void *buf, size_t *size, off_t *file_offset,
+		      off_t *buf_offset, ssize_t *result, void *stream)
+{
+	struct gds_handle *g = h->be;
+	if (!g || g->path != PATH_CUFILE || !cf.cuFileReadAsync || !cf.cuFileWriteAsync)
+		return 1;
+	CUfileError_t e = opcode == OPENDS_READ
+				  ? cf.cuFileReadAsync(g->cfh, buf, size, file_offset, buf_offset, result, stream)
+				  : cf.cuFileWriteAsync(g->cfh, buf, size, file_offset, buf_offset, result, stream);
+	if (e.err == CU_FILE_SUCCESS)
+		return 0;
+	if (e.err == CU_FILE_ASYNC_NOT_SUPPORTED)
+		return 1;
+	return (int)-from_op((int)e.err);
+}
+
+int ods_gds_stream_register(void *stream, unsigned flags)
+{
+	if (!cf.cuFileStreamRegister)
+		return 1;
+	CUfileError_t e = cf.cuFileStreamRegister(stream, flags);
+	return e.err == CU_FILE_SUCCESS ? 0 : (int)-from_op((int)e.err);
+}
+
+int ods_gds_stream_deregister(void *stream)
+{
+	if (!cf.cuFileStreamDeregister)
+		return 1;
+	CUfileError_t e = cf.cuFileStreamDeregister(stream);
+	return e.err == CU_FILE_SUCCESS ? 0 : (int)-from_op((int)e.err);
+}
+
+const struct ods_backend ods_backend_gds = {
+	.name = "gds",
+	.descr = "NVIDIA cuFile (GPUDirect Storage) for device memory; POSIX for the rest",
+	.probe = gds_probe,
+	.open = gds_open,
+	.close = gds_close,
+	.handle_open = gds_handle_open,
+	.handle_close = gds_handle_close,
+	.rw = gds_rw,
+#ifdef ODS_BACKEND_HAS_BUF_HOOKS
+	.buf_register = ods_gds_buf_register,
+	.buf_deregister = ods_gds_buf_deregister,
+#endif
+};

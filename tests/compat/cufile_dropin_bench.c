@@ -1,0 +1,252 @@
+/*
+ * cufile_dropin_bench --lib=PATH --file=PATH [--size-mib=N] [--chunk-mib=N]
+ *                     [--threads=N] [--mode=hot|cold] [--mem=device|host]
+ *
+ * Reads a whole file into memory with cuFileRead through the libcufile.so.0
+ * named by --lib (NVIDIA's or OpenDS's drop-in: run it once per library on
+ * the same file), in chunks spread over threads, and prints one line with
+ * the throughput. The file is created (--size-mib, default 4096) when it is
+ * missing or shorter.
+ *   hot:  an fd without O_DIRECT, after one pass with pread has put the file
+ *         in the page cache;
+ *   cold: the page cache is dropped first (as root: drop_caches; else
+ *         posix_fadvise DONTNEED) and the fd has O_DIRECT.
+ * A 4 KiB sample of every chunk is checked against the pattern written.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cufile.h>
+
+#include "../gds/cudrv.h"
+
+#ifdef cuFileDriverClose
+#undef cuFileDriverClose
+#endif
+
+#define FN(name) __typeof__(name) *name
+static struct {
+	FN(cuFileDriverOpen);
+	FN(cuFileDriverClose_v2);
+	FN(cuFileHandleRegister);
+	FN(cuFileHandleDeregister);
+	FN(cuFileRead);
+	FN(cuFileBufRegister);
+	FN(cuFileBufDeregister);
+} L;
+#undef FN
+
+static CUfileHandle_t fh;
+static uint8_t *mem;
+static size_t fsize, chunk;
+static unsigned nthreads;
+static bool device = true;
+static int failed;
+
+static uint8_t pat(uint64_t x)
+{
+	return (uint8_t)((x * 2654435761u) >> 13);
+}
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void *worker(void *arg)
+{
+	unsigned t = (unsigned)(uintptr_t)arg;
+	uint8_t *slot = mem + (size_t)t * chunk;
+	uint8_t sample[4096];
+	for (size_t i = t; i * chunk < fsize; i += nthreads) {
+		size_t off = i * chunk, n = fsize - off < chunk ? fsize - off : chunk;
+		ssize_t r = L.cuFileRead(fh, slot, n, (off_t)off, 0);
+		if (r != (ssize_t)n) {
+			fprintf(stderr, "cuFileRead(%zu at %zu) = %zd (errno %d)\n", n, off, r, errno);
+			failed = 1;
+			return NULL;
+		}
+		size_t s = n < sizeof sample ? n : sizeof sample;
+		size_t at = n - s; /* the end of the chunk */
+		if (device)
+			td_to_host(sample, slot + at, s);
+		else
+			memcpy(sample, slot + at, s);
+		for (size_t k = 0; k < s; k++)
+			if (sample[k] != pat(off + at + k)) {
+				fprintf(stderr, "data mismatch at file offset %zu\n", off + at + k);
+				failed = 1;
+				return NULL;
+			}
+	}
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	const char *lib = NULL, *file = NULL, *mode = "hot";
+	size_t size_mib = 4096, chunk_mib = 16;
+	nthreads = 1;
+	for (int i = 1; i < argc; i++) {
+		if (!strncmp(argv[i], "--lib=", 6))
+			lib = argv[i] + 6;
+		else if (!strncmp(argv[i], "--file=", 7))
+			file = argv[i] + 7;
+		else if (!strncmp(argv[i], "--size-mib=", 11))
+			size_mib = strtoull(argv[i] + 11, NULL, 10);
+		else if (!strncmp(argv[i], "--chunk-mib=", 12))
+			chunk_mib = strtoull(argv[i] + 12, NULL, 10);
+		else if (!strncmp(argv[i], "--threads=", 10))
+			nthreads = (unsigned)strtoul(argv[i] + 10, NULL, 10);
+		else if (!strncmp(argv[i], "--mode=", 7))
+			mode = argv[i] + 7;
+		else if (!strcmp(argv[i], "--mem=host"))
+			device = false;
+		else if (!strcmp(argv[i], "--mem=device"))
+			device = true;
+		else {
+			fprintf(stderr, "unknown argument %s\n", argv[i]);
+			return 2;
+		}
+	}
+	bool cold = !strcmp(mode, "cold");
+	if (!lib || !file || !size_mib || !chunk_mib || !nthreads || (!cold && strcmp(mode, "hot"))) {
+		fprintf(stderr, "usage: %s --lib=PATH --file=PATH [--size-mib=N] [--chunk-mib=N] [--threads=N] "
+				"[--mode=hot|cold] [--mem=device|host]\n",
+			argv[0]);
+		return 2;
+	}
+	fsize = size_mib << 20;
+	chunk = chunk_mib << 20;
+	if (device && !td_init()) {
+		printf("SKIP: %s\n", td_why);
+		return 77;
+	}
+	void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		fprintf(stderr, "cannot load %s: %s\n", lib, dlerror());
+		return 1;
+	}
+	bool dropin = dlsym(h, "opends_cufile_dropin") != NULL;
+	*(void **)&L.cuFileDriverOpen = dlsym(h, "cuFileDriverOpen");
+	*(void **)&L.cuFileDriverClose_v2 = dlsym(h, "cuFileDriverClose_v2");
+	*(void **)&L.cuFileHandleRegister = dlsym(h, "cuFileHandleRegister");
+	*(void **)&L.cuFileHandleDeregister = dlsym(h, "cuFileHandleDeregister");
+	*(void **)&L.cuFileRead = dlsym(h, "cuFileRead");
+	*(void **)&L.cuFileBufRegister = dlsym(h, "cuFileBufRegister");
+	*(void **)&L.cuFileBufDeregister = dlsym(h, "cuFileBufDeregister");
+	if (!L.cuFileDriverOpen || !L.cuFileDriverClose_v2 || !L.cuFileHandleRegister || !L.cuFileRead) {
+		fprintf(stderr, "%s lacks cuFile symbols\n", lib);
+		return 1;
+	}
+
+	/* the file */
+	struct stat st;
+	if (stat(file, &st) != 0 || (size_t)st.st_size < fsize) {
+		int fd = open(file, O_CREAT | O_TRUNC | O_WRONLY, 0644);
+		if (fd < 0) {
+			perror(file);
+			return 1;
+		}
+		size_t piece = 16 << 20;
+		uint8_t *b = malloc(piece);
+		for (size_t off = 0; off < fsize; off += piece) {
+			size_t n = fsize - off < piece ? fsize - off : piece;
+			for (size_t k = 0; k < n; k++)
+				b[k] = pat(off + k);
+			if (pwrite(fd, b, n, (off_t)off) != (ssize_t)n) {
+				perror("pwrite");
+				return 1;
+			}
+		}
+		free(b);
+		fsync(fd);
+		close(fd);
+	}
+	if (cold) {
+		sync();
+		int dc = open("/proc/sys/vm/drop_caches", O_WRONLY);
+		if (dc < 0 || write(dc, "3\n", 2) != 2) {
+			int fd = open(file, O_RDONLY);
+			if (fd >= 0) {
+				posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+				close(fd);
+			}
+		}
+		if (dc >= 0)
+			close(dc);
+	} else {
+		int fd = open(file, O_RDONLY);
+		size_t piece = 16 << 20;
+		uint8_t *b = malloc(piece);
+		for (size_t off = 0; fd >= 0 && off < fsize; off += piece)
+			if (pread(fd, b, piece, (off_t)off) <= 0)
+				break;
+		free(b);
+		if (fd >= 0)
+			close(fd);
+	}
+
+	CUfileError_t e = L.cuFileDriverOpen();
+	if (e.err != CU_FILE_SUCCESS) {
+		fprintf(stderr, "cuFileDriverOpen: %d\n", (int)e.err);
+		return 1;
+	}
+	int fd = open(file, O_RDONLY | (cold ? O_DIRECT : 0));
+	if (fd < 0) {
+		perror(file);
+		return 1;
+	}
+	CUfileDescr_t d;
+	memset(&d, 0, sizeof d);
+	d.type = CU_FILE_HANDLE_TYPE_OPAQUE_FD;
+	d.handle.fd = fd;
+	e = L.cuFileHandleRegister(&fh, &d);
+	if (e.err != CU_FILE_SUCCESS) {
+		fprintf(stderr, "cuFileHandleRegister: %d (see /run/udev/data advice in docs/cufile-dropin.md)\n",
+			(int)e.err);
+		return 1;
+	}
+	size_t memsz = chunk * nthreads;
+	if (device) {
+		mem = td_alloc(memsz);
+	} else if (posix_memalign((void **)&mem, 4096, memsz)) {
+		return 1;
+	}
+	if (L.cuFileBufRegister)
+		L.cuFileBufRegister(mem, memsz, 0);
+
+	double t0 = now();
+	pthread_t th[256];
+	if (nthreads > 256)
+		nthreads = 256;
+	for (unsigned t = 0; t < nthreads; t++)
+		pthread_create(&th[t], NULL, worker, (void *)(uintptr_t)t);
+	for (unsigned t = 0; t < nthreads; t++)
+		pthread_join(th[t], NULL);
+	double dt = now() - t0;
+
+	if (L.cuFileBufDeregister)
+		L.cuFileBufDeregister(mem);
+	L.cuFileHandleDeregister(fh);
+	close(fd);
+	L.cuFileDriverClose_v2();
+	printf("lib=%s mode=%s mem=%s size_mib=%zu chunk_mib=%zu threads=%u seconds=%.3f GB/s=%.2f%s\n",
+	       dropin ? "opends-dropin" : "nvidia-cufile", mode, device ? "device" : "host", size_mib, chunk_mib,
+	       nthreads, dt, (double)fsize / dt / 1e9, failed ? " FAILED" : "");
+	return failed;
+}
