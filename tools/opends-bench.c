@@ -723,8 +723,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "--scale must be > 0 and --threads in 1..256\n");
 		return 2;
 	}
-	for (char *list = strdup(opt.datasets), *save = NULL, *d = strtok_r(list, ",", &save); d;
-	     d = strtok_r(NULL, ",", &save))
+	char dlist[256];
+	snprintf(dlist, sizeof(dlist), "%s", opt.datasets);
+	for (char *save = NULL, *d = strtok_r(dlist, ",", &save); d; d = strtok_r(NULL, ",", &save))
 		if (!ds_find(d)) {
 			fprintf(stderr, "unknown dataset %s\n", d);
 			return 2;
