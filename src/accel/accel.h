@@ -58,13 +58,13 @@ struct ods_accel {
 	int (*stream_create)(void **stream);   /* 0 or an OPENDS_* code */
 	int (*stream_destroy)(void *stream);   /* waits for the stream first */
 	int (*stream_sync)(void *stream);
-	/* When stream reaches this point, call start(arg) on a library thread
-	 * (never on the accelerator's callback thread, which may not call the
-	 * accelerator), and hold later work on the stream until
-	 * stream_signal(*token) is called (from any thread, once). start must
-	 * eventually lead to that call. 0 or an OPENDS_* code; nothing is
-	 * queued on failure. */
-	int (*stream_enqueue)(void *stream, void (*start)(void *arg), void *arg, void **token);
+	/* When stream reaches this point, call start(arg, token) on a library
+	 * thread (never on the accelerator's callback thread, which may not
+	 * call the accelerator), and hold later work on the stream until
+	 * stream_signal(token) is called (from any thread, once); start must
+	 * lead to that call. 0 or an OPENDS_* code; nothing is queued on
+	 * failure. */
+	int (*stream_enqueue)(void *stream, void (*start)(void *arg, void *token), void *arg);
 	void (*stream_signal)(void *token);
 };
 

@@ -1,9 +1,16 @@
 /*
- * Stream-ordered I/O on library-owned host queues: what a stream is when
- * there is no accelerator stream to order against. Each queue runs its
- * operations one after another on the backend's async engine; the
- * arguments behind the caller's pointers are read when the queue reaches
- * the operation, as on an accelerator stream.
+ * Stream-ordered I/O, two ways:
+ *  - on the accelerator's own streams, when the layer has stream hooks
+ *    (cuda): each operation is enqueued on the caller's stream through
+ *    accel->stream_enqueue; when the stream reaches it, the layer calls
+ *    astart() on a library thread, which reads the arguments, starts the
+ *    I/O on the backend's async engine and, on completion, lets the stream
+ *    go on (accel->stream_signal). The submitter never waits.
+ *  - on library-owned host queues (host, hostdev): what a stream is when
+ *    there is no accelerator stream to order against. Each queue runs its
+ *    operations one after another on the backend's async engine.
+ * Either way the arguments behind the caller's pointers are read when the
+ * stream reaches the operation.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +47,152 @@ struct sop {
 static struct ods_slots streams; /* made by opends_stream_create */
 static struct hstream default_stream;
 
+/* ---- accelerator streams ---------------------------------------------- */
+
+static bool accel_streams(void)
+{
+	return ods_drv.accel->stream_enqueue != NULL;
+}
+
+/* What the library knows of an accelerator stream: whether it made it,
+ * and the registration hints. A small array: programs use few streams. */
+struct astream {
+	void *s;
+	bool created, registered;
+	unsigned flags;
+};
+static pthread_mutex_t astreams_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t astreams_idle = PTHREAD_COND_INITIALIZER;
+static struct astream *astreams;
+static size_t nastreams, astreams_cap;
+static unsigned ainflight; /* operations enqueued and not yet signalled */
+
+/* caller holds astreams_lock; NULL when unknown (add: make an entry) */
+static struct astream *astream_find(void *s, bool add)
+{
+	for (size_t i = 0; i < nastreams; i++)
+		if (astreams[i].s == s)
+			return &astreams[i];
+	if (!add)
+		return NULL;
+	if (nastreams == astreams_cap) {
+		size_t ncap = astreams_cap ? astreams_cap * 2 : 16;
+		struct astream *n = realloc(astreams, ncap * sizeof(*n));
+		if (!n)
+			return NULL;
+		astreams = n;
+		astreams_cap = ncap;
+	}
+	struct astream *a = &astreams[nastreams++];
+	memset(a, 0, sizeof(*a));
+	a->s = s;
+	return a;
+}
+
+/* caller holds astreams_lock; drop entries that say nothing */
+static void astream_trim(struct astream *a)
+{
+	if (!a->created && !a->registered)
+		*a = astreams[--nastreams];
+}
+
+struct aop {
+	struct ods_io io;
+	int opcode;
+	opends_handle_t fh;
+	const void *buf;
+	size_t *size;
+	off_t *file_offset, *buf_offset;
+	ssize_t *result;
+	void *token;
+};
+
+/* The operation is over: publish the result, let the stream go on, and
+ * only then count it out (so close cannot tear the layer down under the
+ * signal). */
+static void aop_finish(struct aop *op, ssize_t r)
+{
+	void *token = op->token;
+	*op->result = r;
+	free(op);
+	ods_drv.accel->stream_signal(token);
+	pthread_mutex_lock(&astreams_lock);
+	if (--ainflight == 0)
+		pthread_cond_broadcast(&astreams_idle);
+	pthread_mutex_unlock(&astreams_lock);
+}
+
+static void aop_done(struct ods_io *io)
+{
+	aop_finish(io->owner, io->result);
+}
+
+/* The stream reached the operation (on the layer's dispatcher thread). */
+static void astart(void *arg, void *token)
+{
+	struct aop *op = arg;
+	op->token = token;
+	size_t size = *op->size;
+	ssize_t r = ods_io_prepare(&op->io, op->opcode, op->fh, op->buf, size, *op->file_offset, *op->buf_offset);
+	if (r < 0 || size == 0) {
+		aop_finish(op, r);
+		return;
+	}
+	op->io.owner = op;
+	op->io.done = aop_done;
+	/* the dispatcher serves every stream: never wait for room here */
+	ods_io_submit(&op->io, false);
+}
+
+static opends_error_t aenqueue(const char *fn, int opcode, opends_handle_t fh, const void *buf, size_t *size,
+			       off_t *file_offset, off_t *buf_offset, ssize_t *result, opends_stream_t stream)
+{
+	if (ods_drv.accel->check_context) {
+		int rc = ods_drv.accel->check_context();
+		if (rc)
+			return ods_err(ods_fail(rc, "%s: the calling thread's accelerator context is not the one "
+						    "captured at opends_driver_open", fn),
+				       0);
+	}
+	struct aop *op = calloc(1, sizeof(*op));
+	if (!op)
+		return ods_err(ods_fail(OPENDS_NOMEM_ERROR, "%s: out of memory", fn), ENOMEM);
+	op->opcode = opcode;
+	op->fh = fh;
+	op->buf = buf;
+	op->size = size;
+	op->file_offset = file_offset;
+	op->buf_offset = buf_offset;
+	op->result = result;
+	pthread_mutex_lock(&astreams_lock);
+	ainflight++;
+	pthread_mutex_unlock(&astreams_lock);
+	int rc = ods_drv.accel->stream_enqueue(stream, astart, op);
+	if (rc) {
+		free(op);
+		pthread_mutex_lock(&astreams_lock);
+		if (--ainflight == 0)
+			pthread_cond_broadcast(&astreams_idle);
+		pthread_mutex_unlock(&astreams_lock);
+		return ods_err(rc, 0);
+	}
+	return ods_ok();
+}
+
+static void astreams_fini(void)
+{
+	pthread_mutex_lock(&astreams_lock);
+	while (ainflight)
+		pthread_cond_wait(&astreams_idle, &astreams_lock);
+	for (size_t i = 0; i < nastreams; i++)
+		if (astreams[i].created)
+			ods_drv.accel->stream_destroy(astreams[i].s);
+	free(astreams);
+	astreams = NULL;
+	nastreams = astreams_cap = 0;
+	pthread_mutex_unlock(&astreams_lock);
+}
+
 static void hstream_init(struct hstream *s)
 {
 	memset(s, 0, sizeof(*s));
@@ -74,6 +227,8 @@ int ods_streams_init(void)
 
 void ods_streams_fini(void)
 {
+	if (accel_streams())
+		astreams_fini();
 	ods_slots_fini(&streams, hstream_free);
 	hstream_free(&default_stream);
 }
@@ -149,6 +304,8 @@ static opends_error_t enqueue(const char *fn, int opcode, opends_handle_t fh, co
 		return ods_err(ods_fail(OPENDS_INVALID_VALUE, "%s: %s is NULL", fn, null), 0);
 	if (!ods_handle_lookup(fh))
 		return ods_err(ods_fail(OPENDS_HANDLE_NOT_REGISTERED, "%s: fh is not a registered handle", fn), 0);
+	if (accel_streams())
+		return aenqueue(fn, opcode, fh, buf, size, file_offset, buf_offset, result, stream);
 	struct hstream *s = lookup(stream);
 	if (!s)
 		return ods_err(ods_fail(OPENDS_INVALID_VALUE, "%s: stream %p was not made by opends_stream_create", fn,
@@ -202,6 +359,23 @@ OPENDS_API opends_error_t opends_stream_create(opends_stream_t *stream)
 			       0);
 	if (!stream)
 		return ods_err(ods_fail(OPENDS_INVALID_VALUE, "opends_stream_create: stream is NULL"), 0);
+	if (accel_streams()) {
+		void *as = NULL;
+		int rc = ods_drv.accel->stream_create(&as);
+		if (rc)
+			return ods_err(rc, 0);
+		pthread_mutex_lock(&astreams_lock);
+		struct astream *a = astream_find(as, true);
+		if (a)
+			a->created = true;
+		pthread_mutex_unlock(&astreams_lock);
+		if (!a) {
+			ods_drv.accel->stream_destroy(as);
+			return ods_err(ods_fail(OPENDS_NOMEM_ERROR, "opends_stream_create: out of memory"), ENOMEM);
+		}
+		*stream = as;
+		return ods_ok();
+	}
 	struct hstream *s = malloc(sizeof(*s));
 	if (!s)
 		return ods_err(ods_fail(OPENDS_NOMEM_ERROR, "opends_stream_create: out of memory"), ENOMEM);
@@ -220,6 +394,23 @@ OPENDS_API opends_error_t opends_stream_destroy(opends_stream_t stream)
 	if (!ods_is_open())
 		return ods_err(ods_fail(OPENDS_DRIVER_NOT_INITIALIZED, "opends_stream_destroy: the driver is not open"),
 			       0);
+	if (accel_streams()) {
+		pthread_mutex_lock(&astreams_lock);
+		struct astream *a = stream ? astream_find(stream, false) : NULL;
+		bool ours = a && a->created;
+		if (ours) {
+			a->created = a->registered = false;
+			astream_trim(a);
+		}
+		pthread_mutex_unlock(&astreams_lock);
+		if (!ours)
+			return ods_err(ods_fail(OPENDS_INVALID_VALUE,
+						"opends_stream_destroy: stream %p was not made by opends_stream_create",
+						stream),
+				       0);
+		int rc = ods_drv.accel->stream_destroy(stream);
+		return rc ? ods_err(rc, 0) : ods_ok();
+	}
 	struct hstream *s = stream ? ods_slots_take(&streams, (uint64_t)(uintptr_t)stream) : NULL;
 	if (!s)
 		return ods_err(ods_fail(OPENDS_INVALID_VALUE,
@@ -238,6 +429,20 @@ OPENDS_API opends_error_t opends_stream_register(opends_stream_t stream, unsigne
 		return ods_err(ods_fail(OPENDS_INVALID_VALUE, "opends_stream_register: unknown flag bits 0x%x",
 					flags & ~KNOWN_FLAGS),
 			       0);
+	if (accel_streams()) {
+		/* any stream of the accelerator may be registered, the NULL
+		 * (default) stream included */
+		pthread_mutex_lock(&astreams_lock);
+		struct astream *a = astream_find(stream, true);
+		if (a) {
+			a->registered = true;
+			a->flags = flags;
+		}
+		pthread_mutex_unlock(&astreams_lock);
+		if (!a)
+			return ods_err(ods_fail(OPENDS_NOMEM_ERROR, "opends_stream_register: out of memory"), ENOMEM);
+		return ods_ok();
+	}
 	struct hstream *s = lookup(stream);
 	if (!s)
 		return ods_err(ods_fail(OPENDS_INVALID_VALUE, "opends_stream_register: unknown stream %p", stream), 0);
@@ -253,9 +458,19 @@ OPENDS_API opends_error_t opends_stream_deregister(opends_stream_t stream)
 	if (!ods_is_open())
 		return ods_err(
 			ods_fail(OPENDS_DRIVER_NOT_INITIALIZED, "opends_stream_deregister: the driver is not open"), 0);
-	struct hstream *s = lookup(stream);
+	struct hstream *s = accel_streams() ? NULL : lookup(stream);
 	bool was = false;
-	if (s) {
+	if (accel_streams()) {
+		pthread_mutex_lock(&astreams_lock);
+		struct astream *a = astream_find(stream, false);
+		if (a && a->registered) {
+			was = true;
+			a->registered = false;
+			a->flags = 0;
+			astream_trim(a);
+		}
+		pthread_mutex_unlock(&astreams_lock);
+	} else if (s) {
 		pthread_mutex_lock(&s->lock);
 		was = s->registered;
 		s->registered = false;
@@ -274,6 +489,12 @@ OPENDS_API opends_error_t opends_stream_synchronize(opends_stream_t stream)
 	if (!ods_is_open())
 		return ods_err(
 			ods_fail(OPENDS_DRIVER_NOT_INITIALIZED, "opends_stream_synchronize: the driver is not open"), 0);
+	if (accel_streams()) {
+		/* the stream holds every operation until it completed, so
+		 * waiting for the stream waits for them too */
+		int rc = ods_drv.accel->stream_sync(stream);
+		return rc ? ods_err(rc, 0) : ods_ok();
+	}
 	struct hstream *s = lookup(stream);
 	if (!s)
 		return ods_err(ods_fail(OPENDS_INVALID_VALUE, "opends_stream_synchronize: unknown stream %p", stream),

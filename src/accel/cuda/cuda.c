@@ -1,0 +1,625 @@
+/*
+ * The CUDA accelerator layer over the driver API, loaded at run time with
+ * dlopen("libcuda.so.1"): the library builds against cuda.h alone and runs
+ * (falling back to the host layer under OPENDS_ACCEL=auto) where no driver
+ * is installed.
+ *
+ * Contexts: the context current on the thread that opens the driver is
+ * captured; with none, the primary context of device 0 is retained and
+ * used. Library threads (I/O workers, the stream dispatcher) make it
+ * current; a caller's thread must have it or no context current.
+ *
+ * Streams: an operation enqueued on a caller's stream is three stream
+ * items: a host function that only hands the operation to the dispatcher
+ * thread (host functions may not call CUDA, and the dispatcher's start
+ * does: pointer classification, copies), a wait until a 32-bit flag in
+ * mapped pinned memory becomes 1 (written by the host when the I/O has
+ * completed, copies included), and a write of a second flag that tells the
+ * host the stream is past the wait, so the flag pair can be reused. The
+ * submitting thread never waits for the stream.
+ */
+#include <cuda.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ods.h"
+
+/* Every entry point used. cuda.h maps most names to versioned symbols
+ * (cuMemcpyHtoDAsync -> cuMemcpyHtoDAsync_v2); the pointer types and the
+ * dlsym names below both go through those macros, so each pointer has the
+ * prototype of the symbol it is loaded from. */
+#define CU_FNS(X)                                                                                        \
+	X(cuInit) X(cuGetErrorString) X(cuCtxGetCurrent) X(cuCtxSetCurrent) X(cuCtxPushCurrent)          \
+	X(cuCtxPopCurrent) X(cuDeviceGet) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease)       \
+	X(cuPointerGetAttribute) X(cuMemHostRegister) X(cuMemHostUnregister) X(cuMemHostAlloc)           \
+	X(cuMemFreeHost) X(cuMemHostGetDevicePointer)                                                      \
+	X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuStreamCreate) X(cuStreamDestroy)                   \
+	X(cuStreamSynchronize) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventQuery)       \
+	X(cuEventSynchronize) X(cuLaunchHostFunc) X(cuStreamWaitValue32) X(cuStreamWriteValue32)
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define DECL(f) static __typeof__(f) *p_##f;
+CU_FNS(DECL)
+#undef DECL
+
+/* stream operation records: a flag pair in mapped pinned memory */
+struct srec {
+	volatile uint32_t *go;      /* host writes 1: the operation is done */
+	volatile uint32_t *passed;  /* stream writes 1: it is past the wait */
+	CUdeviceptr go_dev, passed_dev;
+	void (*start)(void *arg, void *token);
+	void *arg;
+	struct srec *next;          /* free list, dispatch queue */
+	bool in_use;
+};
+
+#define REC_BLOCK 256
+#define SYNC_STREAMS 8
+struct rblock {
+	struct rblock *next;
+	uint32_t *flags; /* 2 per record, cuMemHostAlloc'ed */
+	struct srec rec[REC_BLOCK];
+};
+
+static struct {
+	void *lib;
+	CUcontext ctx;
+	CUdevice dev;
+	bool own_primary;
+
+	pthread_mutex_t lock;  /* records, dispatcher start; held across CUDA calls */
+	pthread_mutex_t qlock; /* the dispatch queue only: host functions take it,
+				  and must never wait behind a CUDA call */
+	pthread_cond_t cond;
+	struct rblock *blocks;
+	struct srec *free_recs;
+	struct srec *q_head, *q_tail;
+	bool disp_started, disp_stop;
+	pthread_t disp;
+
+	pthread_mutex_t sync_lock[SYNC_STREAMS]; /* synchronous copies (sync_copy) */
+	CUstream sync_stream[SYNC_STREAMS];
+} C;
+
+static int cu_fail(CUresult r, const char *what)
+{
+	const char *s = NULL;
+	if (p_cuGetErrorString)
+		p_cuGetErrorString(r, &s);
+	return ods_fail(OPENDS_DEVICE_DRIVER_ERROR, "cuda: %s failed: %s (CUresult %d)", what, s ? s : "?", (int)r);
+}
+
+/* Make the library's context current on a thread that has none, for the
+ * length of one call; returns whether it pushed. */
+static bool enter(void)
+{
+	CUcontext cur = NULL;
+	if (p_cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur)
+		return false;
+	return p_cuCtxPushCurrent(C.ctx) == CUDA_SUCCESS;
+}
+
+static void leave(bool pushed)
+{
+	CUcontext dummy;
+	if (pushed)
+		p_cuCtxPopCurrent(&dummy);
+}
+
+/* ---- open / close -------------------------------------------------------- */
+
+static void unload(void)
+{
+	if (C.lib)
+		dlclose(C.lib);
+	memset(&C, 0, sizeof(C));
+}
+
+static int cuda_open(const struct ods_config *cfg, char *why, size_t why_len)
+{
+	(void)cfg;
+	memset(&C, 0, sizeof(C));
+	C.lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (!C.lib) {
+		snprintf(why, why_len, "libcuda.so.1 not found");
+		return OPENDS_PLATFORM_NOT_SUPPORTED;
+	}
+#define LOAD(f)                                                                                  \
+	if (!(p_##f = (__typeof__(p_##f))dlsym(C.lib, STR(f)))) {                                \
+		snprintf(why, why_len, "libcuda.so.1 has no %s (driver too old)", STR(f));       \
+		unload();                                                                        \
+		return OPENDS_PLATFORM_NOT_SUPPORTED;                                            \
+	}
+	CU_FNS(LOAD)
+#undef LOAD
+	CUresult r = p_cuInit(0);
+	if (r != CUDA_SUCCESS) {
+		const char *s = NULL;
+		p_cuGetErrorString(r, &s);
+		snprintf(why, why_len, "cuInit failed: %s", s ? s : "unknown error");
+		unload();
+		return r == CUDA_ERROR_NO_DEVICE ? OPENDS_DEVICE_NOT_FOUND : OPENDS_PLATFORM_NOT_SUPPORTED;
+	}
+	CUcontext cur = NULL;
+	if ((r = p_cuCtxGetCurrent(&cur)) == CUDA_SUCCESS && cur) {
+		C.ctx = cur;
+	} else {
+		if ((r = p_cuDeviceGet(&C.dev, 0)) != CUDA_SUCCESS ||
+		    (r = p_cuDevicePrimaryCtxRetain(&C.ctx, C.dev)) != CUDA_SUCCESS) {
+			const char *s = NULL;
+			p_cuGetErrorString(r, &s);
+			snprintf(why, why_len, "no context current and device 0's primary context unusable: %s",
+				 s ? s : "unknown error");
+			unload();
+			return OPENDS_DEVICE_NOT_FOUND;
+		}
+		C.own_primary = true;
+	}
+	pthread_mutex_init(&C.lock, NULL);
+	pthread_mutex_init(&C.qlock, NULL);
+	for (int i = 0; i < SYNC_STREAMS; i++)
+		pthread_mutex_init(&C.sync_lock[i], NULL);
+	pthread_cond_init(&C.cond, NULL);
+	return 0;
+}
+
+static void cuda_close(void)
+{
+	pthread_mutex_lock(&C.qlock);
+	C.disp_stop = true;
+	pthread_cond_broadcast(&C.cond);
+	pthread_mutex_unlock(&C.qlock);
+	if (C.disp_started)
+		pthread_join(C.disp, NULL);
+	/* Every operation has been signalled (the core drained streams); a
+	 * stream may still be about to read its flag. Free a block only once
+	 * each of its records is past its wait; one whose stream never gets
+	 * there (a caller's stream held forever) is leaked, not freed under
+	 * the GPU. */
+	bool pushed = enter();
+	for (struct rblock *b = C.blocks, *n; b; b = n) {
+		n = b->next;
+		bool busy = true;
+		for (int tries = 0; busy && tries < 10000; tries++) {
+			busy = false;
+			for (int i = 0; i < REC_BLOCK; i++)
+				if (b->rec[i].in_use && !__atomic_load_n(b->rec[i].passed, __ATOMIC_ACQUIRE))
+					busy = true;
+			if (busy)
+				usleep(1000);
+		}
+		if (!busy) {
+			p_cuMemFreeHost(b->flags);
+			free(b);
+		}
+	}
+	for (int i = 0; i < SYNC_STREAMS; i++) {
+		if (C.sync_stream[i])
+			p_cuStreamDestroy(C.sync_stream[i]);
+		pthread_mutex_destroy(&C.sync_lock[i]);
+	}
+	leave(pushed);
+	if (C.own_primary)
+		p_cuDevicePrimaryCtxRelease(C.dev);
+	pthread_cond_destroy(&C.cond);
+	pthread_mutex_destroy(&C.qlock);
+	pthread_mutex_destroy(&C.lock);
+	unload();
+}
+
+/* ---- memory ------------------------------------------------------------- */
+
+static enum ods_mem_kind cuda_classify(const void *p)
+{
+	unsigned int type = 0;
+	CUresult r = p_cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)(uintptr_t)p);
+	if (r == CUDA_ERROR_INVALID_CONTEXT) {
+		bool pushed = enter();
+		r = p_cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)(uintptr_t)p);
+		leave(pushed);
+	}
+	/* device and managed memory report DEVICE; pinned host memory HOST; an
+	 * unknown pointer fails the call and is plain host memory */
+	return r == CUDA_SUCCESS && type == CU_MEMORYTYPE_DEVICE ? ODS_MEM_DEVICE : ODS_MEM_HOST;
+}
+
+static int cuda_check_context(void)
+{
+	CUcontext cur = NULL;
+	if (p_cuCtxGetCurrent(&cur) != CUDA_SUCCESS || !cur || cur == C.ctx)
+		return 0;
+	return OPENDS_CONTEXT_MISMATCH;
+}
+
+/* Device memory needs nothing. Host memory is not pinned either: the
+ * library never lets the GPU copy from or to a caller's host buffer (host
+ * targets are read straight into by the kernel, or memcpy'd from a slot),
+ * so pinning it would cost without making anything faster. */
+static int cuda_buf_register(void *p, size_t n, enum ods_mem_kind k, void **priv)
+{
+	(void)p;
+	(void)n;
+	(void)k;
+	*priv = NULL;
+	return 0;
+}
+
+static void cuda_buf_deregister(void *p, size_t n, enum ods_mem_kind k, void *priv)
+{
+	(void)p;
+	(void)n;
+	(void)k;
+	(void)priv;
+}
+
+/* Synchronous copies run on library-owned non-blocking streams, never on
+ * the legacy default stream: a caller's default stream may be held by a
+ * stream operation of ours (waiting for its flag) while a worker copies for
+ * that very operation, and a copy queued behind the wait would never run.
+ * SYNC_STREAMS streams, each used by one copy at a time, so threads copying
+ * at once do not queue behind each other. */
+
+static int sync_copy(void *dst, const void *src, size_t n, bool to_dev)
+{
+	static atomic_uint rr;
+	bool pushed = enter();
+	unsigned i = atomic_fetch_add_explicit(&rr, 1, memory_order_relaxed) % SYNC_STREAMS;
+	pthread_mutex_lock(&C.sync_lock[i]);
+	CUresult r = CUDA_SUCCESS;
+	if (!C.sync_stream[i])
+		r = p_cuStreamCreate(&C.sync_stream[i], CU_STREAM_NON_BLOCKING);
+	if (r == CUDA_SUCCESS)
+		r = to_dev ? p_cuMemcpyHtoDAsync((CUdeviceptr)(uintptr_t)dst, src, n, C.sync_stream[i])
+			   : p_cuMemcpyDtoHAsync(dst, (CUdeviceptr)(uintptr_t)src, n, C.sync_stream[i]);
+	if (r == CUDA_SUCCESS)
+		r = p_cuStreamSynchronize(C.sync_stream[i]);
+	pthread_mutex_unlock(&C.sync_lock[i]);
+	leave(pushed);
+	return r == CUDA_SUCCESS ? 0 : cu_fail(r, to_dev ? "copy to device" : "copy to host");
+}
+
+static int cuda_copy_to_device(void *dst, const void *src, size_t n)
+{
+	return sync_copy(dst, src, n, true);
+}
+
+static int cuda_copy_to_host(void *dst, const void *src, size_t n)
+{
+	return sync_copy(dst, src, n, false);
+}
+
+/* ---- the staging pipeline -------------------------------------------------- */
+
+static int cuda_thread_attach(void)
+{
+	CUresult r = p_cuCtxSetCurrent(C.ctx);
+	return r == CUDA_SUCCESS ? 0 : cu_fail(r, "cuCtxSetCurrent");
+}
+
+static void cuda_thread_detach(void)
+{
+	p_cuCtxSetCurrent(NULL);
+}
+
+/* Anonymous memory, then registered: io_uring accepts it as fixed buffers
+ * on every kernel, where cuMemHostAlloc memory is file-backed and refused
+ * by older ones. */
+static void *cuda_pinned_alloc(size_t n)
+{
+	void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	bool pushed = enter();
+	CUresult r = p_cuMemHostRegister(p, n, CU_MEMHOSTREGISTER_PORTABLE);
+	leave(pushed);
+	if (r != CUDA_SUCCESS) {
+		cu_fail(r, "cuMemHostRegister");
+		munmap(p, n);
+		return NULL;
+	}
+	return p;
+}
+
+static void cuda_pinned_free(void *p, size_t n)
+{
+	bool pushed = enter();
+	p_cuMemHostUnregister(p);
+	leave(pushed);
+	munmap(p, n);
+}
+
+struct lane {
+	CUstream s;
+	unsigned n;
+	CUevent ev[];
+};
+
+static void lane_free(struct lane *l)
+{
+	for (unsigned i = 0; i < l->n; i++)
+		if (l->ev[i])
+			p_cuEventDestroy(l->ev[i]);
+	if (l->s)
+		p_cuStreamDestroy(l->s);
+	free(l);
+}
+
+static void *cuda_lane_create(unsigned nfences)
+{
+	struct lane *l = calloc(1, sizeof(*l) + nfences * sizeof(CUevent));
+	if (!l)
+		return NULL;
+	l->n = nfences;
+	CUresult r = p_cuStreamCreate(&l->s, CU_STREAM_NON_BLOCKING);
+	for (unsigned i = 0; r == CUDA_SUCCESS && i < nfences; i++)
+		r = p_cuEventCreate(&l->ev[i], CU_EVENT_DISABLE_TIMING);
+	if (r != CUDA_SUCCESS) {
+		cu_fail(r, "creating a copy stream and its events");
+		lane_free(l);
+		return NULL;
+	}
+	return l;
+}
+
+static void cuda_lane_destroy(void *lane)
+{
+	struct lane *l = lane;
+	p_cuStreamSynchronize(l->s);
+	lane_free(l);
+}
+
+static int cuda_copy_to_device_async(void *lane, void *dst, const void *src, size_t n)
+{
+	struct lane *l = lane;
+	CUresult r = p_cuMemcpyHtoDAsync((CUdeviceptr)(uintptr_t)dst, src, n, l->s);
+	return r == CUDA_SUCCESS ? 0 : cu_fail(r, "cuMemcpyHtoDAsync");
+}
+
+static int cuda_copy_to_host_async(void *lane, void *dst, const void *src, size_t n)
+{
+	struct lane *l = lane;
+	CUresult r = p_cuMemcpyDtoHAsync(dst, (CUdeviceptr)(uintptr_t)src, n, l->s);
+	return r == CUDA_SUCCESS ? 0 : cu_fail(r, "cuMemcpyDtoHAsync");
+}
+
+static int cuda_fence_record(void *lane, unsigned i)
+{
+	struct lane *l = lane;
+	CUresult r = p_cuEventRecord(l->ev[i], l->s);
+	return r == CUDA_SUCCESS ? 0 : cu_fail(r, "cuEventRecord");
+}
+
+static int cuda_fence_query(void *lane, unsigned i)
+{
+	struct lane *l = lane;
+	CUresult r = p_cuEventQuery(l->ev[i]);
+	if (r == CUDA_SUCCESS)
+		return 1;
+	if (r == CUDA_ERROR_NOT_READY)
+		return 0;
+	return -cu_fail(r, "cuEventQuery");
+}
+
+static int cuda_fence_wait(void *lane, unsigned i)
+{
+	struct lane *l = lane;
+	CUresult r = p_cuEventSynchronize(l->ev[i]);
+	return r == CUDA_SUCCESS ? 0 : -cu_fail(r, "cuEventSynchronize");
+}
+
+/* ---- stream-ordered operations -------------------------------------------- */
+
+static void *dispatcher(void *arg)
+{
+	(void)arg;
+	p_cuCtxSetCurrent(C.ctx);
+	pthread_mutex_lock(&C.qlock);
+	for (;;) {
+		while (!C.q_head && !C.disp_stop)
+			pthread_cond_wait(&C.cond, &C.qlock);
+		struct srec *r = C.q_head;
+		if (!r)
+			break;
+		C.q_head = r->next;
+		if (!C.q_head)
+			C.q_tail = NULL;
+		pthread_mutex_unlock(&C.qlock);
+		r->start(r->arg, r);
+		pthread_mutex_lock(&C.qlock);
+	}
+	pthread_mutex_unlock(&C.qlock);
+	p_cuCtxSetCurrent(NULL);
+	return NULL;
+}
+
+/* The stream reached the operation: hand it over, nothing else (no CUDA
+ * calls are allowed here). */
+static void CUDA_CB host_fn(void *p)
+{
+	struct srec *r = p;
+	pthread_mutex_lock(&C.qlock);
+	r->next = NULL;
+	if (C.q_tail)
+		C.q_tail->next = r;
+	else
+		C.q_head = r;
+	C.q_tail = r;
+	pthread_cond_signal(&C.cond);
+	pthread_mutex_unlock(&C.qlock);
+}
+
+/* caller holds C.lock */
+static struct srec *rec_get(void)
+{
+	if (!C.free_recs) {
+		/* take back records whose stream is past their wait */
+		for (struct rblock *b = C.blocks; b; b = b->next)
+			for (int i = 0; i < REC_BLOCK; i++) {
+				struct srec *r = &b->rec[i];
+				if (r->in_use && __atomic_load_n(r->passed, __ATOMIC_ACQUIRE)) {
+					r->in_use = false;
+					r->next = C.free_recs;
+					C.free_recs = r;
+				}
+			}
+	}
+	if (!C.free_recs) {
+		struct rblock *b = calloc(1, sizeof(*b));
+		if (!b)
+			return NULL;
+		void *f = NULL;
+		CUresult res = p_cuMemHostAlloc(&f, 2 * REC_BLOCK * sizeof(uint32_t),
+						CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE);
+		CUdeviceptr d = 0;
+		if (res == CUDA_SUCCESS)
+			res = p_cuMemHostGetDevicePointer(&d, f, 0);
+		if (res != CUDA_SUCCESS) {
+			cu_fail(res, "cuMemHostAlloc of stream flags");
+			if (f)
+				p_cuMemFreeHost(f);
+			free(b);
+			return NULL;
+		}
+		b->flags = f;
+		for (int i = 0; i < REC_BLOCK; i++) {
+			struct srec *r = &b->rec[i];
+			r->go = &b->flags[2 * i];
+			r->passed = &b->flags[2 * i + 1];
+			r->go_dev = d + (CUdeviceptr)(2 * i) * sizeof(uint32_t);
+			r->passed_dev = r->go_dev + sizeof(uint32_t);
+			r->next = C.free_recs;
+			C.free_recs = r;
+		}
+		b->next = C.blocks;
+		C.blocks = b;
+	}
+	struct srec *r = C.free_recs;
+	C.free_recs = r->next;
+	r->in_use = true;
+	*r->go = 0;
+	*r->passed = 0;
+	return r;
+}
+
+static int cuda_stream_enqueue(void *stream, void (*start)(void *arg, void *token), void *arg)
+{
+	CUstream s = stream;
+	bool pushed = enter();
+	pthread_mutex_lock(&C.lock);
+	int rc = 0;
+	if (!C.disp_started) {
+		if (pthread_create(&C.disp, NULL, dispatcher, NULL)) {
+			pthread_mutex_unlock(&C.lock);
+			leave(pushed);
+			return ods_fail(OPENDS_INTERNAL_ERROR, "cuda: could not start the stream dispatcher thread");
+		}
+		C.disp_started = true;
+	}
+	struct srec *r = rec_get();
+	pthread_mutex_unlock(&C.lock);
+	if (!r) {
+		leave(pushed);
+		return ods_fail(OPENDS_NOMEM_ERROR, "cuda: out of memory for stream operation records");
+	}
+	r->start = start;
+	r->arg = arg;
+	/* the flags were zeroed by plain stores; order them before the stream
+	 * can read them */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	CUresult res = p_cuLaunchHostFunc(s, host_fn, r);
+	if (res != CUDA_SUCCESS) {
+		pthread_mutex_lock(&C.lock);
+		r->in_use = false;
+		r->next = C.free_recs;
+		C.free_recs = r;
+		pthread_mutex_unlock(&C.lock);
+		rc = cu_fail(res, "cuLaunchHostFunc");
+		leave(pushed);
+		return rc;
+	}
+	/* Past this point the operation will run. These two only fail when
+	 * the context is unusable, which the launch above would have shown;
+	 * should they fail anyway, the operation still runs and completes,
+	 * only later stream work is no longer held for it. */
+	res = p_cuStreamWaitValue32(s, r->go_dev, 1, CU_STREAM_WAIT_VALUE_EQ);
+	if (res == CUDA_SUCCESS)
+		res = p_cuStreamWriteValue32(s, r->passed_dev, 1, CU_STREAM_WRITE_VALUE_DEFAULT);
+	if (res != CUDA_SUCCESS) {
+		cu_fail(res, "cuStreamWaitValue32/cuStreamWriteValue32");
+		__atomic_store_n(r->passed, 1, __ATOMIC_RELEASE); /* nothing will read the flags */
+	}
+	leave(pushed);
+	return 0;
+}
+
+static void cuda_stream_signal(void *token)
+{
+	struct srec *r = token;
+	/* everything the operation wrote (its result included) is visible
+	 * before the stream can move on */
+	__atomic_store_n(r->go, 1, __ATOMIC_RELEASE);
+}
+
+static int cuda_stream_create(void **stream)
+{
+	bool pushed = enter();
+	CUstream s = NULL;
+	CUresult r = p_cuStreamCreate(&s, CU_STREAM_NON_BLOCKING);
+	leave(pushed);
+	if (r != CUDA_SUCCESS)
+		return cu_fail(r, "cuStreamCreate");
+	*stream = s;
+	return 0;
+}
+
+static int cuda_stream_sync(void *stream)
+{
+	bool pushed = enter();
+	CUresult r = p_cuStreamSynchronize((CUstream)stream);
+	leave(pushed);
+	return r == CUDA_SUCCESS ? 0 : cu_fail(r, "cuStreamSynchronize");
+}
+
+static int cuda_stream_destroy(void *stream)
+{
+	bool pushed = enter();
+	CUresult r = p_cuStreamSynchronize((CUstream)stream);
+	if (r == CUDA_SUCCESS)
+		r = p_cuStreamDestroy((CUstream)stream);
+	leave(pushed);
+	return r == CUDA_SUCCESS ? 0 : cu_fail(r, "cuStreamDestroy");
+}
+
+const struct ods_accel ods_accel_cuda = {
+	.name = "cuda",
+	.open = cuda_open,
+	.close = cuda_close,
+	.classify = cuda_classify,
+	.check_context = cuda_check_context,
+	.buf_register = cuda_buf_register,
+	.buf_deregister = cuda_buf_deregister,
+	.copy_to_device = cuda_copy_to_device,
+	.copy_to_host = cuda_copy_to_host,
+	.thread_attach = cuda_thread_attach,
+	.thread_detach = cuda_thread_detach,
+	.pinned_alloc = cuda_pinned_alloc,
+	.pinned_free = cuda_pinned_free,
+	.lane_create = cuda_lane_create,
+	.lane_destroy = cuda_lane_destroy,
+	.copy_to_device_async = cuda_copy_to_device_async,
+	.copy_to_host_async = cuda_copy_to_host_async,
+	.fence_record = cuda_fence_record,
+	.fence_query = cuda_fence_query,
+	.fence_wait = cuda_fence_wait,
+	.stream_create = cuda_stream_create,
+	.stream_destroy = cuda_stream_destroy,
+	.stream_sync = cuda_stream_sync,
+	.stream_enqueue = cuda_stream_enqueue,
+	.stream_signal = cuda_stream_signal,
+};

@@ -1,0 +1,345 @@
+/*
+ * test_gpu: OpenDS with the cuda accelerator against a host oracle.
+ *
+ * Exit 77 (skip) without libcuda.so.1 or without a GPU. libcuda is loaded
+ * with dlopen, as the library does, so this builds wherever cuda.h is.
+ *
+ * Covered: byte-exact reads into cuMemAlloc'ed memory over a sweep of
+ * sizes, file offsets and buffer offsets, with and without O_DIRECT, with
+ * the bytes around the target checked unchanged; writes from device
+ * memory checked with pread; async and batch reads; stream reads followed
+ * on the same stream, without a host sync, by a device-to-host copy that
+ * must see the new bytes; deferred evaluation (a host function enqueued
+ * before the read sets *size); and the context rule (a second context
+ * current -> OPENDS_CONTEXT_MISMATCH).
+ */
+#include <cuda.h>
+#include <dlfcn.h>
+#include <pthread.h>
+
+#include "../common.h"
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define CU_FNS(X)                                                                                      \
+	X(cuInit) X(cuDeviceGet) X(cuDeviceGetCount) X(cuDevicePrimaryCtxRetain) X(cuCtxSetCurrent)     \
+	X(cuCtxPushCurrent) X(cuCtxPopCurrent) X(cuCtxCreate) X(cuCtxDestroy) X(cuMemAlloc) X(cuMemFree) \
+	X(cuMemsetD8) X(cuMemcpyDtoH) X(cuMemcpyHtoD) X(cuMemcpyDtoHAsync) X(cuMemHostAlloc)             \
+	X(cuMemFreeHost) X(cuStreamSynchronize) X(cuLaunchHostFunc) X(cuGetErrorString) X(cuCtxSynchronize)
+#define DECL(f) static __typeof__(f) *p_##f;
+CU_FNS(DECL)
+#undef DECL
+
+#define CU(call)                                                                       \
+	do {                                                                           \
+		CUresult r_ = (call);                                                  \
+		if (r_ != CUDA_SUCCESS) {                                              \
+			const char *s_ = "?";                                          \
+			p_cuGetErrorString(r_, &s_);                                   \
+			FAILF("%s: CUresult %d (%s)", #call, (int)r_, s_);             \
+		}                                                                      \
+	} while (0)
+
+static CUcontext primary;
+static uint8_t *oracle;
+static size_t fsize;
+#define DEVLEN (24 * T_MiB)
+static CUdeviceptr dev;
+static uint8_t *host; /* DEVLEN bytes of host scratch */
+
+static void load_cuda(void)
+{
+	void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (!lib)
+		skip("libcuda.so.1 not found");
+#define LOAD(f)                                                                 \
+	if (!(p_##f = (__typeof__(p_##f))dlsym(lib, STR(f))))                   \
+		skip("libcuda.so.1 has no %s", STR(f));
+	CU_FNS(LOAD)
+#undef LOAD
+	int n = 0;
+	if (p_cuInit(0) != CUDA_SUCCESS || p_cuDeviceGetCount(&n) != CUDA_SUCCESS || n == 0)
+		skip("no CUDA device");
+	CUdevice d;
+	CU(p_cuDeviceGet(&d, 0));
+	CU(p_cuDevicePrimaryCtxRetain(&primary, d));
+	CU(p_cuCtxSetCurrent(primary));
+}
+
+/* ---- reads into device memory --------------------------------------------- */
+
+static void rd_dev(opends_handle_t fh, bool direct, uint64_t off, size_t size, size_t boff)
+{
+	size_t span = boff + size + 4096;
+	CHECK(span <= DEVLEN);
+	CU(p_cuMemsetD8(dev, T_CANARY, span));
+	/* cuMemsetD8 may still run when it returns, and the library's copies
+	 * are not ordered after the caller's stream work (as with cuFile) */
+	CU(p_cuCtxSynchronize());
+	size_t want = t_expect_read(fsize, off, size);
+	ssize_t got = opends_sync_read(fh, (void *)(uintptr_t)dev, size, (off_t)off, (off_t)boff);
+	if (got != (ssize_t)want)
+		FAILF("%s read(size %zu, off %llu, buf_offset %zu) returned %zd (%s), expected %zu",
+		      direct ? "O_DIRECT" : "buffered", size, (unsigned long long)off, boff, got,
+		      got < 0 ? t_errname(got) : "bytes", want);
+	CU(p_cuMemcpyDtoH(host, dev, span));
+	VERIFY(host + boff, oracle + (want ? off : 0), want, "data, %s read(size %zu, off %llu, buf_offset %zu)",
+	       direct ? "O_DIRECT" : "buffered", size, (unsigned long long)off, boff);
+	VERIFY_CANARY(host, boff, "bytes before the target (size %zu, off %llu, buf_offset %zu)", size,
+		      (unsigned long long)off, boff);
+	VERIFY_CANARY(host + boff + want, span - boff - want, "bytes after the returned range (size %zu, off %llu, "
+		      "buf_offset %zu)", size, (unsigned long long)off, boff);
+}
+
+static void sweep(opends_handle_t fh, bool direct)
+{
+	t_phase = direct ? "device read sweep, O_DIRECT" : "device read sweep, buffered";
+	const size_t sizes[] = { 1, 100, 4095, 4096, 4097, 65536 + 7, T_MiB, 2 * T_MiB + 4096, 3 * T_MiB + 5,
+				 9 * T_MiB };
+	const uint64_t offs[] = { 0, 1, 4095, 4096, T_MiB + 3, 2 * T_MiB, 0 };
+	const size_t boffs[] = { 0, 1, 4096, 12345 };
+	uint64_t o[sizeof offs / sizeof *offs];
+	memcpy(o, offs, sizeof o);
+	o[6] = fsize - 10; /* across EOF */
+	for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
+		for (size_t j = 0; j < sizeof o / sizeof *o; j++)
+			for (size_t k = 0; k < sizeof boffs / sizeof *boffs; k++)
+				rd_dev(fh, direct, o[j], sizes[i], boffs[k]);
+	rd_dev(fh, direct, 0, fsize, 0);         /* whole file */
+	rd_dev(fh, direct, fsize, 4096, 0);      /* at EOF */
+	rd_dev(fh, direct, fsize + 8192, 17, 3); /* past EOF */
+}
+
+/* ---- writes from device memory ------------------------------------------- */
+
+static void writes(const char *path, bool direct)
+{
+	t_phase = direct ? "device writes, O_DIRECT" : "device writes, buffered";
+	int fd = open(path, O_CREAT | O_TRUNC | O_RDWR | (direct ? O_DIRECT : 0), 0644);
+	CHECK(fd >= 0);
+	opends_handle_t fh;
+	OK(opends_handle_register(&fh, fd));
+	size_t flen = 6 * T_MiB + 777;
+	uint8_t *mirror = t_xmalloc(flen);
+	memset(mirror, 0, flen);
+	const struct { uint64_t off; size_t size; size_t boff; } w[] = {
+		{ 0, 4096, 0 }, { 4096, 3 * T_MiB, 4096 }, { 1, 4094, 5 }, { 8190, 20000, 1 },
+		{ 3 * T_MiB + 100, 2 * T_MiB + 333, 77 }, { 6 * T_MiB, 777, 0 }, { 5000, 1, 0 },
+	};
+	for (size_t i = 0; i < sizeof w / sizeof *w; i++) {
+		t_fill_seed(host, 100 + i, w[i].size + w[i].boff);
+		CU(p_cuMemcpyHtoD(dev, host, w[i].size + w[i].boff));
+		CU(p_cuCtxSynchronize()); /* pageable HtoD may return before its DMA ends */
+		EXPECT_SSZ(opends_sync_write(fh, (void *)(uintptr_t)dev, w[i].size, (off_t)w[i].off, (off_t)w[i].boff),
+			   (ssize_t)w[i].size);
+		memcpy(mirror + w[i].off, host + w[i].boff, w[i].size);
+	}
+	OK(opends_handle_deregister(fh));
+	close(fd);
+	fd = open(path, O_RDONLY);
+	CHECK(fd >= 0);
+	CHECK(t_file_size(fd) == (off_t)flen);
+	CHECK(t_pread_all(fd, host, flen, 0) == flen);
+	VERIFY(host, mirror, flen, "file content after device writes");
+	close(fd);
+	free(mirror);
+}
+
+/* ---- async and batch ---------------------------------------------------- */
+
+static void async_batch(opends_handle_t fh)
+{
+	t_phase = "async reads into device memory";
+	enum { N = 8 };
+	opends_async_future_t f[N];
+	for (int i = 0; i < N; i++)
+		OK(opends_async_read(fh, (void *)(uintptr_t)dev, T_MiB + 3, (off_t)(i * 777), (off_t)(i * 2 * T_MiB),
+				     &f[i]));
+	for (int i = 0; i < N; i++)
+		EXPECT_SSZ_ND(opends_async_await(&f[i]), (ssize_t)(T_MiB + 3));
+	CU(p_cuMemcpyDtoH(host, dev, N * 2 * T_MiB));
+	for (int i = 0; i < N; i++)
+		VERIFY(host + i * 2 * T_MiB, oracle + i * 777, T_MiB + 3, "async read %d", i);
+
+	t_phase = "batch reads into device memory";
+	opends_batch_t b;
+	OK(opends_batch_setup(&b, N));
+	opends_io_params_t p[N];
+	memset(p, 0, sizeof p);
+	for (int i = 0; i < N; i++) {
+		p[i].mode = OPENDS_BATCH;
+		p[i].fh = fh;
+		p[i].opcode = OPENDS_READ;
+		p[i].u.batch.buf_base = (void *)(uintptr_t)dev;
+		p[i].u.batch.buf_offset = (off_t)(i * 2 * T_MiB + 1);
+		p[i].u.batch.file_offset = (off_t)(i * 4096 * 3 + 5);
+		p[i].u.batch.size = 2 * T_MiB - 1;
+		p[i].cookie = (void *)(uintptr_t)(i + 1);
+	}
+	CU(p_cuMemsetD8(dev, 0, N * 2 * T_MiB));
+	CU(p_cuCtxSynchronize());
+	OK(opends_batch_submit(b, N, p, 0));
+	unsigned got = 0;
+	opends_io_events_t ev[N];
+	while (got < N) {
+		unsigned nr = N - got;
+		OK(opends_batch_get_status(b, 1, &nr, ev + got, NULL));
+		got += nr;
+	}
+	for (int i = 0; i < N; i++) {
+		CHECKF(ev[i].status == OPENDS_COMPLETE && ev[i].ret == (ssize_t)(2 * T_MiB - 1),
+		       "batch event %d: status %d ret %zd", i, (int)ev[i].status, ev[i].ret);
+	}
+	OK(opends_batch_destroy(b));
+	CU(p_cuMemcpyDtoH(host, dev, N * 2 * T_MiB));
+	for (int i = 0; i < N; i++)
+		VERIFY(host + i * 2 * T_MiB + 1, oracle + i * 4096 * 3 + 5, 2 * T_MiB - 1, "batch entry %d", i);
+}
+
+/* ---- streams -------------------------------------------------------------- */
+
+struct sargs {
+	size_t size;
+	off_t foff, boff;
+	ssize_t res;
+};
+
+static void CUDA_CB set_size(void *p)
+{
+	struct sargs *a = p;
+	a->size = 3 * T_MiB + 1; /* the read was enqueued with size 0 */
+}
+
+static void streams(const char *path)
+{
+	t_phase = "stream: read, then DtoH on the same stream, no host sync";
+	int fd = open(path, O_RDWR);
+	CHECK(fd >= 0);
+	opends_handle_t fh;
+	OK(opends_handle_register(&fh, fd));
+	opends_stream_t s;
+	OK(opends_stream_create(&s));
+	uint8_t *pinned = NULL;
+	size_t n = 4 * T_MiB + 123;
+	CU(p_cuMemHostAlloc((void **)&pinned, n, 0));
+	uint8_t *want = t_xmalloc(n);
+	for (int rep = 0; rep < 20; rep++) {
+		t_fill_seed(want, 1000 + (uint64_t)rep, n);
+		t_pwrite_all(fd, want, n, 4096 + 5);
+		struct sargs a = { n, 4096 + 5, 3, -1 };
+		OK(opends_stream_read(fh, (void *)(uintptr_t)dev, &a.size, &a.foff, &a.boff, &a.res, s));
+		CU(p_cuMemcpyDtoHAsync(pinned, dev + 3, n, (CUstream)s));
+		CU(p_cuStreamSynchronize((CUstream)s));
+		CHECKF(a.res == (ssize_t)n, "rep %d: bytes_read %zd", rep, a.res);
+		VERIFY(pinned, want, n, "rep %d: the copy after the stream read saw old bytes", rep);
+	}
+
+	t_phase = "stream: deferred evaluation through a host function";
+	struct sargs d = { 0, 4096 + 5, 0, -1 };
+	CU(p_cuMemsetD8(dev, 0, n));
+	CU(p_cuCtxSynchronize());
+	CU(p_cuLaunchHostFunc((CUstream)s, set_size, &d));
+	OK(opends_stream_read(fh, (void *)(uintptr_t)dev, &d.size, &d.foff, &d.boff, &d.res, s));
+	CU(p_cuMemcpyDtoHAsync(pinned, dev, n, (CUstream)s));
+	OK(opends_stream_synchronize(s));
+	CHECKF(d.res == (ssize_t)(3 * T_MiB + 1), "deferred: bytes_read %zd, expected %zu (size read at submit?)",
+	       d.res, 3 * T_MiB + 1);
+	VERIFY(pinned, want, 3 * T_MiB + 1, "deferred read data");
+
+	t_phase = "stream: write then read back on the NULL stream";
+	struct sargs w = { T_MiB, 12345, 0, -1 }, r = { T_MiB, 12345, 2 * T_MiB, -1 };
+	t_fill_seed(host, 77, T_MiB);
+	CU(p_cuMemcpyHtoD(dev, host, T_MiB));
+	CU(p_cuCtxSynchronize());
+	OK(opends_stream_write(fh, (void *)(uintptr_t)dev, &w.size, &w.foff, &w.boff, &w.res, NULL));
+	OK(opends_stream_read(fh, (void *)(uintptr_t)dev, &r.size, &r.foff, &r.boff, &r.res, NULL));
+	OK(opends_stream_synchronize(NULL));
+	CHECKF(w.res == (ssize_t)T_MiB && r.res == (ssize_t)T_MiB, "NULL stream: %zd %zd", w.res, r.res);
+	CU(p_cuMemcpyDtoH(pinned, dev + 2 * T_MiB, T_MiB));
+	VERIFY(pinned, host, T_MiB, "NULL stream write/read");
+
+	t_phase = "stream: register hints, destroy";
+	OK(opends_stream_register(s, OPENDS_STREAM_FIXED_FILE_SIZE));
+	OK(opends_stream_deregister(s));
+	EXPECT_ERR(opends_stream_deregister(s), OPENDS_INVALID_VALUE);
+	OK(opends_stream_destroy(s));
+	EXPECT_ERR(opends_stream_destroy(s), OPENDS_INVALID_VALUE);
+	CU(p_cuMemFreeHost(pinned));
+	free(want);
+	OK(opends_handle_deregister(fh));
+	close(fd);
+}
+
+/* ---- the context rule ------------------------------------------------------ */
+
+static void context_mismatch(opends_handle_t fh)
+{
+	t_phase = "context mismatch";
+	CUdevice d;
+	CU(p_cuDeviceGet(&d, 0));
+	CUcontext other;
+#if CUDA_VERSION >= 13000
+	CU(p_cuCtxCreate(&other, NULL, 0, d));
+#else
+	CU(p_cuCtxCreate(&other, 0, d));
+#endif
+	/* cuCtxCreate made it current on this thread */
+	EXPECT_SSZ(opends_sync_read(fh, (void *)(uintptr_t)dev, 4096, 0, 0), -OPENDS_CONTEXT_MISMATCH);
+	struct sargs a = { 4096, 0, 0, -1 };
+	EXPECT_ERR(opends_stream_read(fh, (void *)(uintptr_t)dev, &a.size, &a.foff, &a.boff, &a.res, NULL),
+		   OPENDS_CONTEXT_MISMATCH);
+	CU(p_cuCtxDestroy(other));
+	CU(p_cuCtxSetCurrent(NULL));
+	/* no context current is fine: the library uses its own */
+	EXPECT_SSZ(opends_sync_read(fh, (void *)(uintptr_t)dev, 4096, 0, 0), 4096);
+	CU(p_cuCtxSetCurrent(primary));
+}
+
+int main(void)
+{
+	t_watchdog(240);
+	load_cuda();
+	if (!getenv("OPENDS_ACCEL"))
+		setenv("OPENDS_ACCEL", "cuda", 1);
+	OK(opends_driver_open());
+	printf("backend %s\n", opends_driver_backend());
+
+	char path[PATH_MAX], wpath[PATH_MAX];
+	t_path(path, sizeof path, "gpu.bin");
+	t_path(wpath, sizeof wpath, "gpuw.bin");
+	fsize = 10 * T_MiB + 1234;
+	t_write_pattern_file(path, fsize, hashpat);
+	oracle = t_oracle(fsize, hashpat);
+	CU(p_cuMemAlloc(&dev, DEVLEN));
+	host = t_xmalloc(DEVLEN);
+
+	for (int direct = 0; direct < 2; direct++) {
+		int fd = open(path, O_RDONLY | (direct ? O_DIRECT : 0));
+		CHECK(fd >= 0);
+		opends_handle_t fh;
+		OK(opends_handle_register(&fh, fd));
+		sweep(fh, direct);
+		if (direct) {
+			async_batch(fh);
+			context_mismatch(fh);
+		}
+		/* host memory (and pinned host memory) through the cuda layer */
+		t_phase = "host targets under the cuda layer";
+		memset(host, T_CANARY, 3 * T_MiB);
+		EXPECT_SSZ(opends_sync_read(fh, host, 2 * T_MiB + 1, 4093, 7), (ssize_t)(2 * T_MiB + 1));
+		VERIFY(host + 7, oracle + 4093, 2 * T_MiB + 1, "host target");
+		VERIFY_CANARY(host, 7, "before host target");
+		OK(opends_handle_deregister(fh));
+		close(fd);
+	}
+	writes(wpath, false);
+	writes(wpath, true);
+	streams(path);
+
+	CU(p_cuMemFree(dev));
+	OK(opends_driver_close());
+	free(host);
+	free(oracle);
+	printf("OK\n");
+	return 0;
+}
