@@ -76,9 +76,12 @@ ssize_t ods_io_prepare(struct ods_io *io, int opcode, opends_handle_t fh, const 
 
 	/* The fd's access mode is the caller's promise of direction; every
 	 * backend keeps it, including those that reopen the file. */
-	if ((opcode == OPENDS_READ && h->accmode == O_WRONLY) || (opcode == OPENDS_WRITE && h->accmode == O_RDONLY))
-		return -ods_fail(EBADF, "%s: the file descriptor was opened %s", op,
-				 opcode == OPENDS_READ ? "write-only" : "read-only");
+	if ((opcode == OPENDS_READ && h->accmode == O_WRONLY) || (opcode == OPENDS_WRITE && h->accmode == O_RDONLY)) {
+		/* static, so a future can repeat it when awaited elsewhere */
+		io->why = opcode == OPENDS_READ ? "read: the file descriptor was opened write-only"
+						: "write: the file descriptor was opened read-only";
+		return -ods_fail(EBADF, "%s", io->why);
+	}
 	return 0;
 }
 
@@ -169,6 +172,7 @@ struct ods_future {
 	uint32_t magic;
 	atomic_uint state;
 	ssize_t result;
+	const char *why; /* static detail of a failure found at submit */
 };
 _Static_assert(sizeof(struct ods_future) <= sizeof(opends_async_future_t), "future fits the public type");
 _Static_assert(_Alignof(struct ods_future) <= _Alignof(opends_async_future_t), "future alignment");
@@ -199,6 +203,7 @@ static opends_error_t async_rw(int opcode, opends_handle_t fh, const void *buf, 
 	}
 	struct ods_future *f = (struct ods_future *)future;
 	f->magic = FUTURE_MAGIC;
+	f->why = r < 0 ? io->why : NULL;
 	if (r < 0 || size == 0) {
 		/* nothing to move, or an OS-level error (EBADF): the future
 		 * completes at once with the result await will give */
@@ -246,7 +251,9 @@ OPENDS_API ssize_t opends_async_await(opends_async_future_t *future)
 	if (!f)
 		return -OPENDS_INVALID_VALUE;
 	wait_done(&f->state);
-	if (f->result < 0)
+	if (f->result < 0 && f->why)
+		ods_fail((int)-f->result, "opends_async_await: %s", f->why);
+	else if (f->result < 0)
 		ods_fail((int)-f->result, "opends_async_await: the operation failed: %s",
 			 opends_op_status_error((int)f->result));
 	return f->result;

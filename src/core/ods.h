@@ -123,6 +123,7 @@ struct ods_io {
 	void *owner;             /* for done(): future, batch, stream, waiter */
 	struct ods_io *next;     /* queue link, owned by whoever queues it */
 	uintptr_t be_scratch[4]; /* backend's, while it holds the request */
+	const char *why;         /* static detail of a failure found by prepare */
 };
 
 /* Validate an operation and fill io. Returns 0, or a negated error: an
