@@ -1,0 +1,41 @@
+# Sourced by bench/gpu-run.sh and bench/gpu-sweep.sh on the GPU machine
+# (bare: no liburing, no udev data): unpack Debian's liburing from .deps/
+# (carried, git-ignored), give cuFile the udev entry it needs for the root
+# disk, and configure + build OpenDS in build-gpu/ (kept between calls while
+# the machine stays warm). Sets OUT, LD_LIBRARY_PATH and PKG_CONFIG_PATH.
+set -u
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+OUT=${OUT:-$PWD/gpu-out}
+mkdir -p "$OUT"
+step() { echo; echo "=== $* ($(date +%T))"; }
+
+step "liburing from .deps"
+dep=$PWD/.deps/root
+libdir=$dep/usr/lib/x86_64-linux-gnu
+if [ ! -f "$libdir/pkgconfig/liburing.pc" ]; then
+	rm -rf "$dep" && mkdir -p "$dep"
+	for d in .deps/liburing*.deb; do dpkg -x "$d" "$dep"; done
+	# the .pc names /usr: point it at the unpacked tree
+	sed -i "s|=/usr|=$dep/usr|" "$libdir/pkgconfig/liburing.pc"
+fi
+export PKG_CONFIG_PATH=$libdir/pkgconfig
+export LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+
+# cuFileHandleRegister needs udev's record of the block device under the
+# file ("unable to get volume attributes" otherwise); the VM has no udev.
+root_dev=$(findmnt -no MAJ:MIN / 2>/dev/null || echo 254:0)
+mkdir -p /run/udev/data
+[ -f "/run/udev/data/b$root_dev" ] ||
+	printf 'E:ID_FS_USAGE=filesystem\nE:ID_FS_TYPE=ext4\n' >"/run/udev/data/b$root_dev"
+
+step "configure and build"
+nvidia-smi --query-gpu=name,driver_version,memory.total,pcie.link.gen.max,pcie.link.width.max \
+	--format=csv,noheader || true
+if [ ! -f build-gpu/build.ninja ]; then
+	meson setup build-gpu -During=enabled -Dcuda=enabled -Dcufile=auto >"$OUT/setup.log" 2>&1 ||
+		{ tail -30 "$OUT/setup.log"; exit 1; }
+fi
+grep -A8 "Backends" "$OUT/setup.log" 2>/dev/null
+ninja -C build-gpu >"$OUT/build.log" 2>&1 || { grep -B2 -A10 "error" "$OUT/build.log" | head -60; exit 1; }
+grep -i "warning" "$OUT/build.log" | head -20
+export LD_LIBRARY_PATH=$PWD/build-gpu/src:$LD_LIBRARY_PATH

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The standard sweep on the GPU machine, one part per call (a command may
+# run 10 minutes): bench/gpu-sweep.sh DATASET[,DATASET] [CACHES] [SCALE]
+# Each part generates its data on the ext4 disk, measures its own ceilings
+# and cuFile next to its legs (opends-bench), then KvikIO on the same files
+# (bench/kvikio_bench.py, wheels carried in .whl/). Results under $OUT.
+source "$(dirname "$0")/gpu-build.sh"
+datasets=${1:?usage: gpu-sweep.sh DATASETS [CACHES] [SCALE]}
+caches=${2:-cold}
+scale=${3:-1}
+exec > >(tee -a "$OUT/sweep.log") 2>&1
+data=/var/tmp/opends-bench-data
+
+step "opends-bench $datasets ($caches)"
+backends=$(grep -oE "^ +(ref|uring|gds) +: YES" "$OUT/setup.log" | awk '{print $1}' | paste -sd, -)
+timeout "${OPENDS_BENCH_TIMEOUT:-420}" build-gpu/tools/opends-bench --data "$data" --out "$OUT" \
+	--datasets "$datasets" --cache "$caches" --scale "$scale" --backends "${BACKENDS:-$backends}"
+echo "opends-bench rc $?"
+
+if [ "${KVIKIO:-1}" = 1 ] && [ -d .whl ]; then
+	step "kvikio"
+	python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl 2>&1 | tail -2
+	PYTHONPATH=/tmp/site timeout "${KVIKIO_TIMEOUT:-240}" python3 bench/kvikio_bench.py --data "$data" \
+		--out "$OUT" --datasets "$datasets" --cache "$caches" --modes "${KVIKIO_MODES:-sync,async}"
+fi
+step "done"
