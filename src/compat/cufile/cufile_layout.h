@@ -57,8 +57,6 @@
 	ODS_CF_OFF(CUfileIOEvents_t, cookie, 0);                                       \
 	ODS_CF_OFF(CUfileIOEvents_t, status, 8);                                       \
 	ODS_CF_OFF(CUfileIOEvents_t, ret, 16);                                         \
-	ODS_CF_SIZE(CUfileIOVec_t, 16);                                                \
-	ODS_CF_OFF(CUfileIOVec_t, len, 8);                                             \
 	ODS_CF_SIZE(CUfileStatus_t, 4);                                                \
 	ODS_CF_SIZE(CUfileOpcode_t, 4);                                                \
 	ODS_CF_SIZE(CUfileBatchMode_t, 4);                                             \
@@ -86,7 +84,6 @@
 	ODS_CF_VAL(CU_FILE_BATCH_IO_SUPPORTED, 1);                                     \
 	ODS_CF_VAL(CU_FILE_STREAMS_SUPPORTED, 2);                                      \
 	ODS_CF_VAL(CU_FILE_PARALLEL_IO_SUPPORTED, 3);                                  \
-	ODS_CF_VAL(CU_FILE_P2P_SUPPORTED, 4);                                          \
 	ODS_CF_VAL(CUFILE_PARAM_PROPERTIES_MAX_DIRECT_IO_SIZE_KB, 5);                  \
 	ODS_CF_VAL(CUFILE_PARAM_PROPERTIES_BATCH_IO_TIMEOUT_MS, 11);                   \
 	ODS_CF_VAL(CUFILE_PARAM_STREAM_MEMOPS_BYPASS, 11);                             \

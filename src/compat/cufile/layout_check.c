@@ -18,3 +18,13 @@ int ods_cufile_layout_checked(void)
 {
 	return 1;
 }
+
+/* Newer than cuFile 1.15 (the GPU machine's): checked where the header has
+ * them (src/compat/cufile/meson.build probes for each). */
+#ifdef ODS_CF_HAVE_IOVEC
+ODS_CF_SIZE(CUfileIOVec_t, 16);
+ODS_CF_OFF(CUfileIOVec_t, len, 8);
+#endif
+#ifdef ODS_CF_HAVE_P2P
+ODS_CF_VAL(CU_FILE_P2P_SUPPORTED, 4);
+#endif
