@@ -23,10 +23,12 @@ export LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
 # cuFileHandleRegister needs udev's record of the block device under the
 # file ("unable to get volume attributes" otherwise); the VM has no udev.
-root_dev=$(findmnt -no MAJ:MIN / 2>/dev/null || echo 254:0)
+# (st_dev of the folders the data lives in, as cuFile looks it up)
 mkdir -p /run/udev/data
-[ -f "/run/udev/data/b$root_dev" ] ||
-	printf 'E:ID_FS_USAGE=filesystem\nE:ID_FS_TYPE=ext4\n' >"/run/udev/data/b$root_dev"
+for d in / /var/tmp; do
+	dev=$(stat -c '%Hd:%Ld' "$d")
+	printf 'E:ID_FS_USAGE=filesystem\nE:ID_FS_TYPE=ext4\n' >"/run/udev/data/b$dev"
+done
 
 step "configure and build"
 nvidia-smi --query-gpu=name,driver_version,memory.total,pcie.link.gen.max,pcie.link.width.max \

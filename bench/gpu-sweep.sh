@@ -12,7 +12,7 @@ exec > >(tee -a "$OUT/sweep.log") 2>&1
 data=/var/tmp/opends-bench-data
 
 step "opends-bench $datasets ($caches)"
-backends=$(grep -oE "^ +(ref|uring|gds) +: YES" "$OUT/setup.log" | awk '{print $1}' | paste -sd, -)
+backends=$(grep -oE "^ +(ref|uring|gds) +: YES" build-gpu/meson-logs/meson-log.txt | awk '{print $1}' | sort -u | paste -sd, -)
 timeout "${OPENDS_BENCH_TIMEOUT:-420}" build-gpu/tools/opends-bench --data "$data" --out "$OUT" \
 	--datasets "$datasets" --cache "$caches" --scale "$scale" --backends "${BACKENDS:-$backends}"
 echo "opends-bench rc $?"

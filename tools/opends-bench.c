@@ -621,7 +621,8 @@ static void run_dataset(const struct ds_spec *spec)
 	char list[256];
 	snprintf(list, sizeof(list), "%s", opt.backends);
 	for (char *save = NULL, *b = strtok_r(list, ",", &save); b; b = strtok_r(NULL, ",", &save))
-		run_opends(&ds, b, dest, slot, nslots, conc);
+		if (strcmp(b, "none")) /* "none": baselines only */
+			run_opends(&ds, b, dest, slot, nslots, conc);
 
 	if (opt.use_gpu)
 		gpu_free(dest);
@@ -672,7 +673,7 @@ static void usage(void)
 	       "  --datasets LIST     filesize8gib,tiktokish,imagenetish,lmcacheish\n"
 	       "  --scale F           multiply file counts (sizes never change; default 1)\n"
 	       "  --modes LIST        sync,async,stream,batch\n"
-	       "  --backends LIST     auto or backend names, e.g. uring,ref (default auto)\n"
+	       "  --backends LIST     auto, backend names (e.g. uring,ref), or none (default auto)\n"
 	       "  --cache LIST        cold,hot (default cold)\n"
 	       "  --threads N         threads of the sync legs and ceilings (default 8)\n"
 	       "  --mem host|device|auto   destination memory (default auto: device where a GPU is)\n"
