@@ -45,7 +45,8 @@ ssize_t ods_io_prepare(struct ods_io *io, int opcode, opends_handle_t fh, const 
 	 * accelerator. */
 	struct ods_region r;
 	enum ods_mem_kind kind;
-	if (ods_region_find(b, &r) || ods_region_find(t, &r)) {
+	/* the range holding the target decides; else the one holding buf */
+	if (ods_region_find(t, &r) || ods_region_find(b, &r)) {
 		if (t < r.base || t + size > r.base + r.size)
 			return -ods_fail(OPENDS_INVALID_MAPPING_RANGE,
 					 "%s: buf + buf_offset + size runs past the registered range [%p, +%zu)", op,
@@ -150,7 +151,11 @@ static ssize_t sync_rw(int opcode, opends_handle_t fh, const void *buf, size_t s
 	ssize_t r = ods_io_prepare(&io, opcode, fh, buf, size, file_offset, buf_offset);
 	if (r < 0 || size == 0)
 		return r;
-	return ods_io_run(&io);
+	r = ods_io_run(&io);
+	if (r < 0 && r > -5000) /* the operating system's error: say where */
+		ods_fail((int)-r, "%s of %zu bytes at file offset %lld failed: %s", opname(opcode), size,
+			 (long long)file_offset, opends_op_status_error((int)r));
+	return r;
 }
 
 OPENDS_API ssize_t opends_sync_read(opends_handle_t fh, void *buf, size_t size, off_t file_offset, off_t buf_offset)

@@ -220,7 +220,8 @@ static inline bool ods_is_open(void)
 
 /* Lookups of user-supplied names (handles, batches, host streams) go through
  * a table of slots, so a stale or forged name is found missing instead of
- * being dereferenced. A token is (generation << 32 | index + 1), never 0. */
+ * being dereferenced. A token is (generation << 32 | index + 1), never 0;
+ * generations are unique in the process (slots.c). */
 struct ods_slots {
 	pthread_rwlock_t lock;
 	void **obj;

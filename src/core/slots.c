@@ -4,6 +4,20 @@
 
 #include "ods.h"
 
+/* Generations come from one process-wide counter, so a token stays unique
+ * across slot reuse and across driver close and reopen: a stale handle from
+ * before a reopen is found missing instead of naming a new file. 0 is never
+ * a live generation. */
+static atomic_uint next_gen = 1;
+
+static uint32_t new_gen(void)
+{
+	uint32_t g;
+	while ((g = atomic_fetch_add_explicit(&next_gen, 1, memory_order_relaxed)) == 0)
+		;
+	return g;
+}
+
 void ods_slots_init(struct ods_slots *s)
 {
 	memset(s, 0, sizeof(*s));
@@ -29,7 +43,7 @@ static bool grow(struct ods_slots *s)
 	 * first */
 	for (uint32_t i = ncap; i > s->cap; i--) {
 		s->obj[i - 1] = NULL;
-		s->gen[i - 1] = 1;
+		s->gen[i - 1] = 0;
 		s->freel[s->nfree++] = i - 1;
 	}
 	s->cap = ncap;
@@ -43,6 +57,7 @@ uint64_t ods_slots_add(struct ods_slots *s, void *obj)
 	if (s->nfree || grow(s)) {
 		uint32_t i = s->freel[--s->nfree];
 		s->obj[i] = obj;
+		s->gen[i] = new_gen();
 		token = ((uint64_t)s->gen[i] << 32) | (uint64_t)(i + 1);
 	}
 	pthread_rwlock_unlock(&s->lock);
@@ -52,7 +67,7 @@ uint64_t ods_slots_add(struct ods_slots *s, void *obj)
 static void *find(struct ods_slots *s, uint64_t token, uint32_t *idx)
 {
 	uint32_t i = (uint32_t)token - 1, g = (uint32_t)(token >> 32);
-	if ((uint32_t)token == 0 || i >= s->cap || s->gen[i] != g)
+	if ((uint32_t)token == 0 || g == 0 || i >= s->cap || s->gen[i] != g)
 		return NULL;
 	*idx = i;
 	return s->obj[i];
@@ -74,8 +89,7 @@ void *ods_slots_take(struct ods_slots *s, uint64_t token)
 	void *o = find(s, token, &i);
 	if (o) {
 		s->obj[i] = NULL;
-		if (++s->gen[i] == 0) /* keep tokens nonzero after wraparound */
-			s->gen[i] = 1;
+		s->gen[i] = 0;
 		s->freel[s->nfree++] = i;
 	}
 	pthread_rwlock_unlock(&s->lock);
