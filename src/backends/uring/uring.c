@@ -60,6 +60,7 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -630,9 +631,24 @@ static void on_cqe(struct unit *u, int res)
 		return;
 	}
 	u->io_done += (size_t)res;
-	/* Short transfers continue where they stopped, except an O_DIRECT read
-	 * that ends off a block boundary: that is EOF. */
-	if (u->io_done < u->io_len && !(rd && u->direct && (res & (A - 1)))) {
+	/* Short transfers continue where they stopped. An O_DIRECT read that
+	 * ends off a block boundary is EOF when the file ends there; else (a
+	 * file system returning short reads) the rest is read buffered, since
+	 * a direct read cannot start at an unaligned offset. */
+	if (u->io_done < u->io_len && rd && u->direct && (res & (A - 1))) {
+		off_t at = u->io_off + (off_t)u->io_done;
+		if (u->r->fsize < 0 || at >= u->r->fsize) {
+			read_io_done(u);
+			return;
+		}
+		if (u->r->fd_buf < 0) {
+			chunk_end(u, -EIO);
+			return;
+		}
+		u->direct = false;
+		u->fd = u->r->fd_buf;
+	}
+	if (u->io_done < u->io_len) {
 		issue(u);
 		return;
 	}
@@ -821,6 +837,15 @@ static void wake_workers(unsigned n)
 	}
 }
 
+/* FUSE completes a short asynchronous write as -EIO (its aio path cannot
+ * return a short count for writes), where pwrite gets the short count and
+ * goes on; writes to FUSE files therefore go through pwrite. */
+static bool on_fuse(int fd)
+{
+	struct statfs sf;
+	return fstatfs(fd, &sf) == 0 && sf.f_type == 0x65735546; /* FUSE_SUPER_MAGIC */
+}
+
 static void uring_submit(struct ods_io *io, bool may_block)
 {
 	struct ureq *r = calloc(1, sizeof(*r));
@@ -841,13 +866,28 @@ static void uring_submit(struct ods_io *io, bool may_block)
 	if (io->opcode == OPENDS_READ) {
 		struct stat st;
 		if (h->blockdev)
-			r->fsize = h->blk_size;
+			r->fsize = h->blk_size > 0 ? h->blk_size : -1;
 		else if (fstat(h->fd, &st) == 0)
 			r->fsize = st.st_size;
 		r->user_direct = io->mem == ODS_MEM_HOST && r->fsize >= 0 &&
 				 !(((uintptr_t)io->buf - (uintptr_t)io->off) & (ODS_ALIGN - 1));
+		/* Nothing past EOF is read: clamping here also keeps the block
+		 * arithmetic below far from the largest off_t. */
+		if (r->fsize >= 0 && r->end > r->fsize) {
+			r->end = io->off < r->fsize ? r->fsize : io->off;
+			atomic_store(&r->short_at, (long long)r->end);
+		}
+		if (r->end == io->off) {
+			free(r);
+			ods_io_complete(io, 0);
+			return;
+		}
 	} else {
-		r->delegate = r->fd_buf < 0 && ((io->off | r->end) & (A - 1));
+		/* Partial blocks need the buffered twin, and a range whose last
+		 * block would round past the largest off_t is left to pwrite,
+		 * which reports what the file system says (EFBIG). */
+		r->delegate = (r->fd_buf < 0 && ((io->off | r->end) & (A - 1))) || r->end > INT64_MAX - (off_t)A ||
+			      on_fuse(h->fd);
 	}
 	size_t chunks = r->delegate ? 1 : io->size / U.chunk + 1;
 
