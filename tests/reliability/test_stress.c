@@ -1,0 +1,224 @@
+/*
+ * test_stress N [THREADS [WATCHDOG_S]]: THREADS (16) threads each run N
+ * groups of mixed operations (sync, async, batch and stream reads and
+ * writes of 1 B..64 KiB at any alignment) on their own 1 MiB region of a
+ * shared file, through the shared handle or their own one, from registered
+ * or plain memory, and check every read byte-exact against a private model
+ * of the region. Meanwhile a churn thread registers and deregisters other
+ * buffers and handles and creates and destroys streams and batches. At
+ * the end the whole file is compared with the models.
+ * Backend and accelerator come from OPENDS_BACKEND / OPENDS_ACCEL (meson
+ * runs each backend with host and hostdev, the simulated device memory).
+ * The full run of 1M operations: test_stress 62500 (16 x 62500 groups).
+ */
+#include "rel.h"
+
+#define REGION (1u << 20)
+#define MAXOP (64u * 1024)
+#define MAXK 4
+
+static unsigned nthreads = 16;
+static unsigned long groups;
+static char path[PATH_MAX + 32], path2[PATH_MAX + 32];
+static int shared_fd;
+static opends_handle_t shared_h;
+static atomic_ulong ops_verified, churn_ops;
+static atomic_bool workers_done;
+
+struct worker {
+	unsigned id;
+	pthread_t t;
+	uint8_t *model; /* the region's expected content */
+	uint8_t *mem;   /* MAXK * 2 * MAXOP of I/O memory */
+	bool registered;
+	opends_handle_t own_h;
+	int own_fd;
+	uint64_t seed;
+};
+
+static uint8_t *abuf(size_t n)
+{
+	void *p;
+	if (posix_memalign(&p, 4096, n))
+		R_FAIL("posix_memalign");
+	return p;
+}
+
+static size_t rand_size(uint64_t *s)
+{
+	switch (r_rand(s) % 4) {
+	case 0:
+		return 1 + r_rand(s) % 512;
+	case 1:
+		return 4096 * (1 + r_rand(s) % 16);
+	default:
+		return 1 + r_rand(s) % MAXOP;
+	}
+}
+
+static void *work(void *arg)
+{
+	struct worker *w = arg;
+	off_t base = (off_t)w->id * REGION;
+	struct r_op ops[MAXK];
+	uint32_t gen = w->id * 1000003u;
+	for (unsigned long g = 0; g < groups; g++) {
+		enum r_family f = (enum r_family)(r_rand(&w->seed) % R_NFAMILIES);
+		unsigned k = f == R_SYNC ? 1 : 1 + (unsigned)(r_rand(&w->seed) % MAXK);
+		int opcode = r_rand(&w->seed) % 2 ? OPENDS_WRITE : OPENDS_READ;
+		opends_handle_t h = r_rand(&w->seed) % 2 ? shared_h : w->own_h;
+		/* k disjoint file slots and k disjoint memory slots */
+		for (unsigned i = 0; i < k; i++) {
+			size_t slot = REGION / k;
+			size_t sz = rand_size(&w->seed);
+			if (sz > slot)
+				sz = slot;
+			size_t in = (size_t)(r_rand(&w->seed) % (slot - sz + 1));
+			if (r_rand(&w->seed) % 2)
+				in &= ~(size_t)4095;
+			size_t moff = r_rand(&w->seed) % 2 ? 0 : (size_t)(r_rand(&w->seed) % 4096);
+			ops[i] = (struct r_op){ .fh = h, .opcode = opcode, .size = sz,
+						.off = base + (off_t)(i * slot + in),
+						.buf = w->mem + i * 2 * MAXOP + moff };
+			if (opcode == OPENDS_WRITE)
+				r_fill(ops[i].buf, sz, ++gen, (uint64_t)ops[i].off);
+			else
+				memset(ops[i].buf, 0xcc, sz);
+		}
+		r_run_ops(f, ops, k);
+		for (unsigned i = 0; i < k; i++) {
+			struct r_op *o = &ops[i];
+			if (o->result != (ssize_t)o->size)
+				R_FAIL("thread %u group %lu: %s %s of %zu at %lld returned %zd (%s)", w->id, g,
+				       r_family_name[f], opcode == OPENDS_READ ? "read" : "write", o->size,
+				       (long long)o->off, o->result,
+				       o->result < 0 ? opends_op_status_error((int)o->result) : "short");
+			uint8_t *m = w->model + (o->off - base);
+			if (opcode == OPENDS_WRITE)
+				memcpy(m, o->buf, o->size);
+			else if (memcmp(m, o->buf, o->size)) {
+				size_t at = 0;
+				while (m[at] == o->buf[at])
+					at++;
+				R_FAIL("thread %u group %lu: %s read of %zu at %lld: byte %zu is 0x%02x, expected 0x%02x",
+				       w->id, g, r_family_name[f], o->size, (long long)o->off, at, o->buf[at], m[at]);
+			}
+		}
+		atomic_fetch_add_explicit(&ops_verified, k, memory_order_relaxed);
+	}
+	return NULL;
+}
+
+/* Registration churn on other memory and fds while the workers run. */
+static void *churn(void *arg)
+{
+	(void)arg;
+	uint64_t seed = 7;
+	uint8_t *mem = abuf(1u << 20);
+	uint8_t rb[4096];
+	int fd = open(path2, O_RDWR | O_CREAT, 0644);
+	if (fd < 0 || pwrite(fd, mem, 8192, 0) != 8192)
+		R_FAIL("churn file");
+	while (!atomic_load(&workers_done)) {
+		size_t off = (size_t)(r_rand(&seed) % 256) * 4096, n = 4096 * (1 + r_rand(&seed) % 8);
+		R_TRY(opends_buf_register(mem + off, n, 0));
+		if (opends_buf_register(mem + off, n, 0).err != OPENDS_MEMORY_ALREADY_REGISTERED)
+			R_FAIL("churn: double registration was not refused");
+		R_TRY(opends_buf_deregister(mem + off));
+		opends_handle_t h;
+		int f2 = open(path2, O_RDWR);
+		R_TRY(opends_handle_register(&h, f2));
+		if (opends_sync_read(h, rb, 4096, 0, 0) != 4096)
+			R_FAIL("churn: read through a fresh handle");
+		R_TRY(opends_handle_deregister(h));
+		close(f2);
+		opends_stream_t s;
+		R_TRY(opends_stream_create(&s));
+		R_TRY(opends_stream_destroy(s));
+		opends_batch_t b;
+		R_TRY(opends_batch_setup(&b, 1 + (unsigned)(r_rand(&seed) % 64)));
+		R_TRY(opends_batch_destroy(b));
+		atomic_fetch_add(&churn_ops, 8);
+	}
+	close(fd);
+	free(mem);
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fprintf(stderr, "usage: %s GROUPS_PER_THREAD [THREADS [WATCHDOG_S]]\n", argv[0]);
+		return 2;
+	}
+	groups = strtoul(argv[1], NULL, 10);
+	if (argc > 2)
+		nthreads = (unsigned)strtoul(argv[2], NULL, 10);
+	r_watchdog(argc > 3 ? (unsigned)strtoul(argv[3], NULL, 10) : 300);
+	atexit(r_rmdir_all);
+	r_watchdog_cleanup = r_rmdir_all;
+	const char *tmp = r_tmpdir("stress");
+	snprintf(path, sizeof(path), "%s/data", tmp);
+	snprintf(path2, sizeof(path2), "%s/churn", tmp);
+
+	opends_error_t e = opends_driver_open();
+	if (e.err == OPENDS_PLATFORM_NOT_SUPPORTED)
+		r_skip("backend %s cannot run here: %s", r_backend_env(), opends_last_error_detail());
+	R_TRY(e);
+	shared_fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	if (shared_fd < 0)
+		R_FAIL("open");
+	R_TRY(opends_handle_register(&shared_h, shared_fd));
+
+	struct worker *w = calloc(nthreads, sizeof(*w));
+	for (unsigned i = 0; i < nthreads; i++) {
+		w[i].id = i;
+		w[i].seed = 0x1234567ull * (i + 1);
+		w[i].model = abuf(REGION);
+		r_fill(w[i].model, REGION, 1, (uint64_t)i * REGION);
+		if (pwrite(shared_fd, w[i].model, REGION, (off_t)i * REGION) != REGION)
+			R_FAIL("initial content");
+		w[i].mem = abuf(MAXK * 2 * MAXOP);
+		w[i].registered = i % 2 == 0;
+		if (w[i].registered)
+			R_TRY(opends_buf_register(w[i].mem, MAXK * 2 * MAXOP, 0));
+		/* half the threads' own fds use O_DIRECT where the file system allows */
+		w[i].own_fd = open(path, O_RDWR | (i % 4 == 1 ? O_DIRECT : 0));
+		if (w[i].own_fd < 0)
+			w[i].own_fd = open(path, O_RDWR);
+		R_TRY(opends_handle_register(&w[i].own_h, w[i].own_fd));
+	}
+	double t0 = r_now();
+	pthread_t ct;
+	pthread_create(&ct, NULL, churn, NULL);
+	for (unsigned i = 0; i < nthreads; i++)
+		pthread_create(&w[i].t, NULL, work, &w[i]);
+	for (unsigned i = 0; i < nthreads; i++)
+		pthread_join(w[i].t, NULL);
+	atomic_store(&workers_done, true);
+	pthread_join(ct, NULL);
+	double dt = r_now() - t0;
+
+	/* the whole file equals the models */
+	uint8_t *chk = abuf(REGION);
+	for (unsigned i = 0; i < nthreads; i++) {
+		if (pread(shared_fd, chk, REGION, (off_t)i * REGION) != REGION || memcmp(chk, w[i].model, REGION))
+			R_FAIL("region %u of the file differs from its model at the end", i);
+		if (w[i].registered)
+			R_TRY(opends_buf_deregister(w[i].mem));
+		R_TRY(opends_handle_deregister(w[i].own_h));
+		close(w[i].own_fd);
+		free(w[i].mem);
+		free(w[i].model);
+	}
+	R_TRY(opends_handle_deregister(shared_h));
+	R_TRY(opends_driver_close());
+	close(shared_fd);
+	free(chk);
+	free(w);
+	printf("figures: backend %s accel %s: %u threads, %lu operations verified byte-exact, %lu churn "
+	       "operations, %.1f s (%.0f ops/s)\n",
+	       r_backend_env(), getenv("OPENDS_ACCEL") ? getenv("OPENDS_ACCEL") : "auto", nthreads,
+	       atomic_load(&ops_verified), atomic_load(&churn_ops), dt, (double)atomic_load(&ops_verified) / dt);
+	return 0;
+}

@@ -1,0 +1,64 @@
+#!/bin/bash
+# ThreadSanitizer run of the stress test:
+#   tests/reliability/tsan.sh [SOURCE_ROOT [BUILD_DIR [GROUPS]]] [-- MESON_SETUP_ARGS...]
+# Configures BUILD_DIR (default: build-tsan) with -Db_sanitize=thread, builds
+# only the library and test_stress, and runs it briefly on every backend,
+# host and simulated device memory. Exit 0 pass, 77 when ThreadSanitizer
+# cannot run here (no compiler support, or a kernel whose address-space
+# layout it refuses), anything else fail. CC picks the compiler (gcc or
+# clang). Takes about 1-2 minutes on 2 cores.
+set -u
+src=${1:-$(cd "$(dirname "$0")/../.." && pwd)}
+build=${2:-$src/build-tsan}
+groups=${3:-300}
+shift $(( $# < 3 ? $# : 3 ))
+[ "${1:-}" = "--" ] && shift
+cc=${CC:-cc}
+
+probe=$(mktemp -d)
+trap 'rm -rf "$probe"' EXIT
+cat >"$probe/t.c" <<'C'
+#include <pthread.h>
+static int x;
+static void *f(void *a) { (void)a; __atomic_fetch_add(&x, 1, __ATOMIC_SEQ_CST); return 0; }
+int main(void) { pthread_t t; pthread_create(&t, 0, f, 0); pthread_join(t, 0); return 0; }
+C
+if ! $cc -fsanitize=thread -g -O1 "$probe/t.c" -o "$probe/t" -pthread >"$probe/log" 2>&1; then
+	echo "SKIP: $cc cannot build with -fsanitize=thread: $(head -3 "$probe/log")"
+	exit 77
+fi
+# Newer kernels randomise mmap more than older TSan runtimes accept; run
+# without address-space randomisation then (setarch -R), else skip.
+run=()
+if ! "$probe/t" >"$probe/log" 2>&1; then
+	if setarch "$(uname -m)" -R "$probe/t" >"$probe/log" 2>&1; then
+		run=(setarch "$(uname -m)" -R)
+	else
+		echo "SKIP: ThreadSanitizer programs cannot run here: $(head -3 "$probe/log")"
+		exit 77
+	fi
+fi
+
+if [ ! -f "$build/build.ninja" ]; then
+	CC=$cc meson setup "$build" "$src" -Db_sanitize=thread -Db_lundef=false "$@" >"$probe/setup.log" 2>&1 ||
+		{ cat "$probe/setup.log"; echo "FAIL: meson setup"; exit 1; }
+fi
+ninja -C "$build" tests/reliability/test_stress >"$probe/build.log" 2>&1 ||
+	{ tail -30 "$probe/build.log"; echo "FAIL: build"; exit 1; }
+
+export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1 second_deadlock_stack=1 exitcode=66}
+rc=0
+ran=0
+for b in ref uring gds; do
+	for accel in host hostdev; do
+		OPENDS_BACKEND=$b OPENDS_ACCEL=$accel "${run[@]}" "$build/tests/reliability/test_stress" "$groups" 16 170
+		r=$?
+		case $r in
+		0) ran=$((ran + 1)); echo "ok   tsan $b/$accel" ;;
+		77) echo "skip tsan $b/$accel (backend not here)" ;;
+		*) echo "FAIL tsan $b/$accel: exit $r"; rc=1 ;;
+		esac
+	done
+done
+[ $rc -eq 0 ] && [ $ran -eq 0 ] && { echo "SKIP: no backend ran"; exit 77; }
+exit $rc
