@@ -31,6 +31,15 @@
  * - Deregistering or closing anything (a handle, a buffer, a stream, the
  *   driver) while I/O is in flight on it is undefined, as is closing an fd
  *   that another thread is reading.
+ * - Accelerator context (CUDA): the context current on the thread that
+ *   calls opends_driver_open is captured (else the primary context of
+ *   device 0 serves the library's own work). A call that touches device
+ *   memory from a thread whose current context is another one fails with
+ *   OPENDS_CONTEXT_MISMATCH; a thread with no current context is fine.
+ *   Host memory never needs a context.
+ * - Sync, async and batch I/O on device memory is not ordered after work
+ *   the caller queued on its own streams (as with cuFileRead): synchronize
+ *   the stream first, or use the stream family.
  *
  * Porting from cuFile
  * -------------------
