@@ -32,16 +32,36 @@ struct hstream {
 	unsigned flags;
 };
 
-struct sop {
-	struct ods_io io;
-	struct hstream *s;
-	struct sop *next;
+/* What a stream operation was given. The values behind the pointers are
+ * read only when the stream reaches the operation (sargs_start). */
+struct sargs {
 	int opcode;
 	opends_handle_t fh;
 	const void *buf;
 	size_t *size;
 	off_t *file_offset, *buf_offset;
 	ssize_t *result;
+};
+
+/* The stream reached the operation: read its arguments now and validate
+ * them into io. true: io is ready to submit; false: the operation is over
+ * (an argument error, or nothing to move) and *result holds its result. */
+static bool sargs_start(const struct sargs *a, struct ods_io *io)
+{
+	size_t size = *a->size;
+	ssize_t r = ods_io_prepare(io, a->opcode, a->fh, a->buf, size, *a->file_offset, *a->buf_offset);
+	if (r < 0 || size == 0) {
+		*a->result = r;
+		return false;
+	}
+	return true;
+}
+
+struct sop {
+	struct ods_io io;
+	struct hstream *s;
+	struct sop *next;
+	struct sargs a;
 };
 
 static struct ods_slots streams; /* made by opends_stream_create */
@@ -98,12 +118,7 @@ static void astream_trim(struct astream *a)
 
 struct aop {
 	struct ods_io io;
-	int opcode;
-	opends_handle_t fh;
-	const void *buf;
-	size_t *size;
-	off_t *file_offset, *buf_offset;
-	ssize_t *result;
+	struct sargs a;
 	void *token;
 };
 
@@ -113,7 +128,7 @@ struct aop {
 static void aop_finish(struct aop *op, ssize_t r)
 {
 	void *token = op->token;
-	*op->result = r;
+	*op->a.result = r;
 	free(op);
 	ods_drv.accel->stream_signal(token);
 	pthread_mutex_lock(&astreams_lock);
@@ -132,10 +147,8 @@ static void astart(void *arg, void *token)
 {
 	struct aop *op = arg;
 	op->token = token;
-	size_t size = *op->size;
-	ssize_t r = ods_io_prepare(&op->io, op->opcode, op->fh, op->buf, size, *op->file_offset, *op->buf_offset);
-	if (r < 0 || size == 0) {
-		aop_finish(op, r);
+	if (!sargs_start(&op->a, &op->io)) {
+		aop_finish(op, *op->a.result);
 		return;
 	}
 	op->io.owner = op;
@@ -144,8 +157,7 @@ static void astart(void *arg, void *token)
 	ods_io_submit(&op->io, false);
 }
 
-static opends_error_t aenqueue(const char *fn, int opcode, opends_handle_t fh, const void *buf, size_t *size,
-			       off_t *file_offset, off_t *buf_offset, ssize_t *result, opends_stream_t stream)
+static opends_error_t aenqueue(const char *fn, const struct sargs *a, opends_stream_t stream)
 {
 	if (ods_drv.accel->check_context) {
 		int rc = ods_drv.accel->check_context();
@@ -157,13 +169,7 @@ static opends_error_t aenqueue(const char *fn, int opcode, opends_handle_t fh, c
 	struct aop *op = calloc(1, sizeof(*op));
 	if (!op)
 		return ods_err(ods_fail(OPENDS_NOMEM_ERROR, "%s: out of memory", fn), ENOMEM);
-	op->opcode = opcode;
-	op->fh = fh;
-	op->buf = buf;
-	op->size = size;
-	op->file_offset = file_offset;
-	op->buf_offset = buf_offset;
-	op->result = result;
+	op->a = *a;
 	pthread_mutex_lock(&astreams_lock);
 	ainflight++;
 	pthread_mutex_unlock(&astreams_lock);
@@ -265,11 +271,7 @@ static void advance(struct hstream *s, bool may_block)
 		}
 		pthread_mutex_unlock(&s->lock);
 
-		size_t size = *op->size;
-		ssize_t r = ods_io_prepare(&op->io, op->opcode, op->fh, op->buf, size, *op->file_offset,
-					   *op->buf_offset);
-		if (r < 0 || size == 0) {
-			*op->result = r;
+		if (!sargs_start(&op->a, &op->io)) {
 			pop_head(s);
 			free(op);
 			continue;
@@ -285,7 +287,7 @@ static void sop_done(struct ods_io *io)
 {
 	struct sop *op = io->owner;
 	struct hstream *s = op->s;
-	*op->result = io->result;
+	*op->a.result = io->result;
 	pop_head(s);
 	free(op);
 	/* called on an engine thread: chain without waiting for room */
@@ -304,8 +306,9 @@ static opends_error_t enqueue(const char *fn, int opcode, opends_handle_t fh, co
 		return ods_err(ods_fail(OPENDS_INVALID_VALUE, "%s: %s is NULL", fn, null), 0);
 	if (!ods_handle_lookup(fh))
 		return ods_err(ods_fail(OPENDS_HANDLE_NOT_REGISTERED, "%s: fh is not a registered handle", fn), 0);
+	const struct sargs args = { opcode, fh, buf, size, file_offset, buf_offset, result };
 	if (accel_streams())
-		return aenqueue(fn, opcode, fh, buf, size, file_offset, buf_offset, result, stream);
+		return aenqueue(fn, &args, stream);
 	struct hstream *s = lookup(stream);
 	if (!s)
 		return ods_err(ods_fail(OPENDS_INVALID_VALUE, "%s: stream %p was not made by opends_stream_create", fn,
@@ -315,13 +318,7 @@ static opends_error_t enqueue(const char *fn, int opcode, opends_handle_t fh, co
 	if (!op)
 		return ods_err(ods_fail(OPENDS_NOMEM_ERROR, "%s: out of memory", fn), ENOMEM);
 	op->s = s;
-	op->opcode = opcode;
-	op->fh = fh;
-	op->buf = buf;
-	op->size = size;
-	op->file_offset = file_offset;
-	op->buf_offset = buf_offset;
-	op->result = result;
+	op->a = args;
 
 	pthread_mutex_lock(&s->lock);
 	if (s->tail)
