@@ -1086,6 +1086,13 @@ int main(int argc, char **argv)
 	}
 	if (doc)
 		check_doc(doc);
+	/* a backend built here that cannot run here (gds without a GPU): skip
+	 * the whole table rather than fail every row that opens the driver */
+	opends_error_t pe = opends_driver_open();
+	if (pe.err == OPENDS_PLATFORM_NOT_SUPPORTED)
+		r_skip("backend %s cannot run here: %s", r_backend_env(), opends_last_error_detail());
+	if (pe.err == OPENDS_SUCCESS)
+		opends_driver_close();
 	atexit(cleanup);
 	r_watchdog_cleanup = cleanup;
 	signal(SIGPIPE, SIG_IGN);
