@@ -88,6 +88,22 @@ def _untrack(fut):
 # ---------------------------------------------------------------------------
 
 
+class _Closing:
+    """Context manager and finaliser for objects with close()."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
 class Future:
     """The result of File.read_async / write_async / pread / pwrite.
 
@@ -193,7 +209,7 @@ class Future:
 # ---------------------------------------------------------------------------
 
 
-class File:
+class File(_Closing):
     """A file registered with OpenDS.
 
     ``File(path, mode="r", direct=False, perm=0o644)`` opens the file itself
@@ -288,17 +304,6 @@ class File:
                 os.close(self._fd)
             self._fd = -1
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def __repr__(self):
         what = self.path if self.path is not None else "fd=%d" % self._fd
@@ -449,7 +454,7 @@ class StreamOp:
         return self.wait()
 
 
-class Stream:
+class Stream(_Closing):
     """Stream-ordered I/O (cuFileReadAsync / cuFileWriteAsync).
 
     ``Stream()`` creates a stream of the library's own (a non-blocking CUDA
@@ -559,17 +564,6 @@ class Stream:
                 if self._owned:
                     check(lib.opends_stream_destroy(self._ptr))
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
 
 # ---------------------------------------------------------------------------
@@ -646,7 +640,7 @@ class BatchEvent:
         return "<BatchEvent %s ret=%d cookie=%r>" % (self.status_name, self.ret, self.cookie)
 
 
-class Batch:
+class Batch(_Closing):
     """cuFile-style batch I/O: ``Batch(max_nr)`` holds up to max_nr entries
     in flight. :meth:`submit` a list of ops, collect with
     :meth:`get_status` / :meth:`wait`, :meth:`cancel`, :meth:`close` (also
@@ -764,17 +758,6 @@ class Batch:
                 op._ref = None
         self._inflight.clear()
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
 
 # ---------------------------------------------------------------------------
