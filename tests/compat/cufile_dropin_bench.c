@@ -72,6 +72,8 @@ static void *worker(void *arg)
 	unsigned t = (unsigned)(uintptr_t)arg;
 	uint8_t *slot = mem + (size_t)t * chunk;
 	uint8_t sample[4096];
+	if (device)
+		td_bind_thread();
 	for (size_t i = t; i * chunk < fsize; i += nthreads) {
 		size_t off = i * chunk, n = fsize - off < chunk ? fsize - off : chunk;
 		ssize_t r = L.cuFileRead(fh, slot, n, (off_t)off, 0);

@@ -79,6 +79,14 @@ static inline bool td_init(void)
 	return true;
 }
 
+/* Make the context of td_init current on this thread too (a new thread
+ * starts with none, and driver calls on it fail with INVALID_CONTEXT). */
+static inline void td_bind_thread(void)
+{
+	if (td.ctx)
+		td.cuCtxSetCurrent(td.ctx);
+}
+
 static inline void *td_alloc(size_t n)
 {
 	td_ptr p = 0;
