@@ -239,6 +239,18 @@ OPENDS_API const char *opends_driver_backend(void);
 typedef struct opends_handle *opends_handle_t;
 
 /*
+ * OpenDS extension (no cuFile counterpart): a sentence on how the library
+ * serves fh — which backend path the file takes (for gds: cuFile, or the
+ * POSIX path when cuFile refused the file, with cuFile's code; direct or
+ * buffered I/O) — or, with fh NULL, how the driver is set up (backend,
+ * accelerator layer, worker settings, cuFile's mode). Written to buf,
+ * truncated to len - 1 bytes and always terminated.
+ * Errors: OPENDS_INVALID_VALUE (buf NULL or len 0),
+ * OPENDS_HANDLE_NOT_REGISTERED, OPENDS_DRIVER_NOT_INITIALIZED.
+ */
+OPENDS_API opends_error_t opends_describe(opends_handle_t fh, char *buf, size_t len);
+
+/*
  * Register an open file descriptor (with or without O_DIRECT; regular file
  * or block device). The fd stays the caller's: it is not closed by
  * deregistration, and must stay open while the handle is registered. The

@@ -3,7 +3,9 @@
  * accelerator layer, usable or not and why, the one auto picks, O_DIRECT
  * support of given paths, and the effective configuration.
  *
- *   opends-info [PATH...]
+ *   opends-info [PATH...]    folders: O_DIRECT support; files: also the
+ *                            path OpenDS takes for them (e.g. cuFile or
+ *                            its POSIX fallback under gds)
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -101,8 +103,28 @@ int main(int argc, char **argv)
 	}
 	opends_drv_props_t props;
 	opends_driver_get_properties(&props);
-	printf("\nactive backend: %s (max_direct_io_size %zu bytes, max_batch_io_size %u)\n",
-	       opends_driver_backend(), props.max_direct_io_size, props.max_batch_io_size);
+	char desc[512];
+	opends_describe(NULL, desc, sizeof(desc));
+	printf("\nactive: %s\n  max_direct_io_size %zu bytes, max_batch_io_size %u\n", desc,
+	       props.max_direct_io_size, props.max_batch_io_size);
+	/* how each regular file named on the command line would be served */
+	for (int i = 1; i < argc; i++) {
+		struct stat st;
+		if (stat(argv[i], &st) || !S_ISREG(st.st_mode))
+			continue;
+		for (int direct = 0; direct < 2; direct++) {
+			int fd = open(argv[i], O_RDONLY | (direct ? O_DIRECT : 0));
+			opends_handle_t fh;
+			if (fd < 0)
+				continue;
+			if (opends_handle_register(&fh, fd).err == OPENDS_SUCCESS) {
+				opends_describe(fh, desc, sizeof(desc));
+				printf("  %s%s: %s\n", argv[i], direct ? " (opened O_DIRECT)" : "", desc);
+				opends_handle_deregister(fh);
+			}
+			close(fd);
+		}
+	}
 	opends_driver_close();
 
 	printf("\naccelerator layers:\n");

@@ -171,3 +171,27 @@ OPENDS_API const char *opends_driver_backend(void)
 {
 	return ods_is_open() ? ods_drv.be->name : NULL;
 }
+
+OPENDS_API opends_error_t opends_describe(opends_handle_t fh, char *buf, size_t len)
+{
+	if (!ods_is_open())
+		return ods_err(ods_fail(OPENDS_DRIVER_NOT_INITIALIZED, "opends_describe: the driver is not open"), 0);
+	if (!buf || !len)
+		return ods_err(ods_fail(OPENDS_INVALID_VALUE, "opends_describe: buf is NULL or len is 0"), 0);
+	struct ods_handle *h = NULL;
+	if (fh && !(h = ods_handle_lookup(fh)))
+		return ods_err(ods_fail(OPENDS_HANDLE_NOT_REGISTERED, "opends_describe: fh is not a registered handle"),
+			       0);
+	char extra[512] = "";
+	if (ods_drv.be->describe)
+		ods_drv.be->describe(h, extra, sizeof(extra));
+	if (!h)
+		snprintf(buf, len, "backend %s, accelerator %s%s%s", ods_drv.be->name, ods_drv.accel->name,
+			 extra[0] ? "; " : "", extra);
+	else
+		snprintf(buf, len, "fd %d (%s%s, %s): %s", h->fd, h->blockdev ? "block device" : "regular file",
+			 h->direct ? ", O_DIRECT" : "",
+			 h->accmode == O_RDONLY ? "read-only" : h->accmode == O_WRONLY ? "write-only" : "read-write",
+			 extra[0] ? extra : ods_drv.be->descr);
+	return ods_ok();
+}

@@ -188,6 +188,9 @@ struct ods_backend {
 	 * hook) or is being deregistered; *priv lands in ods_region.be_priv */
 	int (*buf_register)(void *p, size_t n, enum ods_mem_kind k, void **priv);
 	void (*buf_deregister)(void *p, size_t n, enum ods_mem_kind k, void *priv);
+	/* optional: a phrase on how the backend serves this handle, or (h
+	 * NULL) how it is set up; for opends_describe */
+	void (*describe)(struct ods_handle *h, char *buf, size_t n);
 };
 #define ODS_BACKEND_HAS_BUF_HOOKS 1
 

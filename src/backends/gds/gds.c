@@ -582,6 +582,20 @@ int ods_gds_stream_deregister(void *stream)
 	return e.err == CU_FILE_SUCCESS ? 0 : (int)-from_op((int)e.err);
 }
 
+static void gds_describe(struct ods_handle *h, char *buf, size_t n)
+{
+	if (!h) {
+		snprintf(buf, n, "%s (%s path)", cf.mode, cf.direct ? "direct" : "compatibility");
+		return;
+	}
+	struct gds_handle *g = h->be;
+	if (g && g->path == PATH_CUFILE)
+		snprintf(buf, n, "cuFile for device memory (%s path), POSIX for host memory",
+			 cf.direct ? "direct" : "compatibility");
+	else
+		snprintf(buf, n, "POSIX path: cuFileHandleRegister refused the file (%d)", g ? g->refused : 0);
+}
+
 const struct ods_backend ods_backend_gds = {
 	.name = "gds",
 	.descr = "NVIDIA cuFile (GPUDirect Storage) for device memory; POSIX for the rest",
@@ -591,6 +605,7 @@ const struct ods_backend ods_backend_gds = {
 	.handle_open = gds_handle_open,
 	.handle_close = gds_handle_close,
 	.rw = gds_rw,
+	.describe = gds_describe,
 #ifdef ODS_BACKEND_HAS_BUF_HOOKS
 	.buf_register = ods_gds_buf_register,
 	.buf_deregister = ods_gds_buf_deregister,

@@ -13,6 +13,7 @@
  * twin can be opened, reads use an aligned bounce buffer and writes a
  * read-modify-write under a per-handle lock.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -240,6 +241,17 @@ static ssize_t ref_rw(struct ods_io *io)
 	return host_rw(io, io->buf, io->size, io->off);
 }
 
+static void ref_describe(struct ods_handle *h, char *buf, size_t n)
+{
+	if (!h)
+		snprintf(buf, n, "POSIX pread/pwrite on %u pool threads", ods_drv.cfg.io_threads ? ods_drv.cfg.io_threads : 4);
+	else if (h->direct)
+		snprintf(buf, n, "pread/pwrite: aligned blocks direct, partial blocks %s",
+			 ods_handle_fd_buffered(h) >= 0 ? "through a buffered twin fd" : "through a bounce buffer");
+	else
+		snprintf(buf, n, "buffered pread/pwrite");
+}
+
 const struct ods_backend ods_backend_ref = {
 	.name = "ref",
 	.descr = "POSIX pread/pwrite on host memory; the reference for all others",
@@ -247,4 +259,5 @@ const struct ods_backend ods_backend_ref = {
 	.open = ref_open,
 	.close = ref_close,
 	.rw = ref_rw,
+	.describe = ref_describe,
 };

@@ -1049,6 +1049,20 @@ static void uring_close(void)
 	ods_backend_ref.close();
 }
 
+static void uring_describe(struct ods_handle *h, char *buf, size_t n)
+{
+	if (!h) {
+		snprintf(buf, n, "io_uring: %u workers x %u chunks of %zu KiB in flight", U.nthreads, U.depth,
+			 U.chunk >> 10);
+		return;
+	}
+	bool direct = ods_handle_fd_direct(h) >= 0;
+	snprintf(buf, n, "io_uring, %s; writes to partial blocks %s%s", direct ? "O_DIRECT for uncached ranges and "
+						       "buffered reads for cached ones" : "buffered only (O_DIRECT refused here)",
+		 ods_handle_fd_buffered(h) >= 0 ? "through a buffered fd" : "through the ref backend",
+		 on_fuse(h->fd) ? "; writes through pwrite (FUSE)" : "");
+}
+
 const struct ods_backend ods_backend_uring = {
 	.name = "uring",
 	.descr = "io_uring with O_DIRECT, pinned bounce slots and overlapped accelerator copies",
@@ -1056,4 +1070,5 @@ const struct ods_backend ods_backend_uring = {
 	.open = uring_open,
 	.close = uring_close,
 	.submit = uring_submit,
+	.describe = uring_describe,
 };
