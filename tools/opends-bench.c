@@ -613,6 +613,18 @@ static void run_dataset(const struct ds_spec *spec)
 			cufile_sync_leg(&ds, opt.threads, d, &cr);
 			record(spec->name, "sync", "cufile", cache, &cr, opt.threads, 0, "device", 0);
 			free(d);
+			/* cuFile has no futures: its async cell stays n/a */
+			if (in_list(opt.modes, "stream")) {
+				prepare_cache(&ds, !cc);
+				if (cufile_stream_leg(&ds, conc, dest, slot, &cr) != -ENOSYS) /* else n/a */
+					record(spec->name, "stream", "cufile", cache, &cr, 1, conc, "device", 0);
+			}
+			if (in_list(opt.modes, "batch")) {
+				prepare_cache(&ds, !cc);
+				if (cufile_batch_leg(&ds, conc, dest, slot, &cr) != -ENOSYS)
+					record(spec->name, "batch", "cufile", cache, &cr, 1, conc < 128 ? conc : 128,
+					       "device", 0);
+			}
 		} else if (opt.use_gpu && cc == 0) {
 			fprintf(stderr, "cufile baseline: n/a (%s)\n", why);
 		}

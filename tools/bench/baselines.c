@@ -262,6 +262,29 @@ typedef struct {
 	const void *fs_ops;
 } CUfileDescr_t;
 typedef void *CUfileHandle_t;
+typedef void *CUfileBatchHandle_t;
+/* cuFile's batch records (x86-64 layout: 64 and 24 bytes) */
+typedef struct {
+	int mode; /* CUFILE_BATCH = 1 */
+	union {
+		struct {
+			void *devPtr_base;
+			off_t file_offset;
+			off_t devPtr_offset;
+			size_t size;
+		} batch;
+	} u;
+	CUfileHandle_t fh;
+	int opcode; /* CUFILE_READ = 0 */
+	void *cookie;
+} CUfileIOParams_t;
+typedef struct {
+	void *cookie;
+	int status; /* CUFILE_COMPLETE = 0x10 */
+	size_t ret;
+} CUfileIOEvents_t;
+_Static_assert(sizeof(CUfileIOParams_t) == 64, "CUfileIOParams_t layout");
+_Static_assert(sizeof(CUfileIOEvents_t) == 24, "CUfileIOEvents_t layout");
 
 static struct {
 	void *lib;
@@ -271,6 +294,12 @@ static struct {
 	CUfileError_t (*handle_register)(CUfileHandle_t *, CUfileDescr_t *);
 	void (*handle_deregister)(CUfileHandle_t);
 	ssize_t (*read)(CUfileHandle_t, void *, size_t, off_t, off_t);
+	/* optional */
+	CUfileError_t (*batch_setup)(CUfileBatchHandle_t *, unsigned);
+	CUfileError_t (*batch_submit)(CUfileBatchHandle_t, unsigned, CUfileIOParams_t *, unsigned);
+	CUfileError_t (*batch_status)(CUfileBatchHandle_t, unsigned, unsigned *, CUfileIOEvents_t *, struct timespec *);
+	void (*batch_destroy)(CUfileBatchHandle_t);
+	CUfileError_t (*read_async)(CUfileHandle_t, void *, size_t *, off_t *, off_t *, ssize_t *, void *);
 } cf;
 
 bool cufile_available(char *why, unsigned long why_len)
@@ -292,6 +321,11 @@ bool cufile_available(char *why, unsigned long why_len)
 	*(void **)&cf.handle_register = dlsym(cf.lib, "cuFileHandleRegister");
 	*(void **)&cf.handle_deregister = dlsym(cf.lib, "cuFileHandleDeregister");
 	*(void **)&cf.read = dlsym(cf.lib, "cuFileRead");
+	*(void **)&cf.batch_setup = dlsym(cf.lib, "cuFileBatchIOSetUp");
+	*(void **)&cf.batch_submit = dlsym(cf.lib, "cuFileBatchIOSubmit");
+	*(void **)&cf.batch_status = dlsym(cf.lib, "cuFileBatchIOGetStatus");
+	*(void **)&cf.batch_destroy = dlsym(cf.lib, "cuFileBatchIODestroy");
+	*(void **)&cf.read_async = dlsym(cf.lib, "cuFileReadAsync");
 	if (!cf.driver_open || !cf.driver_close || !cf.handle_register || !cf.handle_deregister || !cf.read) {
 		snprintf(why, why_len, "libcufile.so.0 lacks cuFile entry points");
 		return false;
@@ -386,5 +420,203 @@ int cufile_sync_leg(const struct dataset *ds, unsigned threads, void **dest, str
 	res->bytes = atomic_load(&c.bytes);
 	res->files = ds->nfiles;
 	res->error = atomic_load(&c.err);
+	return res->error;
+}
+
+/* One file of a batch or stream slot: opened O_DIRECT and registered. */
+struct cf_slot {
+	int fd;
+	int file;
+	CUfileHandle_t h;
+	size_t size;
+	off_t file_offset, buf_offset;
+	ssize_t done;
+};
+
+static int cf_open_slot(const struct dataset *ds, unsigned i, struct cf_slot *s)
+{
+	s->fd = open_ro(ds->files[i].path, true);
+	if (s->fd < 0)
+		return -errno;
+	CUfileDescr_t d;
+	memset(&d, 0, sizeof(d));
+	d.type = 1;
+	d.handle.fd = s->fd;
+	CUfileError_t e = cf.handle_register(&s->h, &d);
+	if (e.err) {
+		close(s->fd);
+		return -e.err;
+	}
+	s->file = (int)i;
+	return 0;
+}
+
+static void cf_close_slot(struct cf_slot *s)
+{
+	cf.handle_deregister(s->h);
+	close(s->fd);
+	s->file = -1;
+}
+
+static void leg_begin(struct leg_result *res, const struct dataset *ds, const char *config, double *c0, uint64_t *t0)
+{
+	memset(res, 0, sizeof(*res));
+	snprintf(res->config, sizeof(res->config), "%s", config);
+	res->files = ds->nfiles;
+	*c0 = cpu_now();
+	*t0 = st_now_ns();
+}
+
+static void leg_end(struct leg_result *res, double c0, uint64_t t0)
+{
+	res->seconds = st_seconds(t0, st_now_ns());
+	res->cpu_s = cpu_now() - c0;
+}
+
+int cufile_batch_leg(const struct dataset *ds, unsigned conc, char *dest, size_t slot, struct leg_result *res)
+{
+	double c0;
+	uint64_t t0;
+	if (conc > 128)
+		conc = 128;
+	char cfg[64];
+	snprintf(cfg, sizeof(cfg), "cuFileBatchIO %u in flight", conc);
+	if (!cf.batch_setup || !cf.batch_submit || !cf.batch_status || !cf.batch_destroy) {
+		memset(res, 0, sizeof(*res));
+		return res->error = -ENOSYS;
+	}
+	gpu_bind_thread();
+	CUfileBatchHandle_t b;
+	CUfileError_t e = cf.batch_setup(&b, conc);
+	if (e.err) {
+		memset(res, 0, sizeof(*res));
+		return res->error = -e.err;
+	}
+	struct cf_slot *s = calloc(conc, sizeof(*s));
+	CUfileIOParams_t *p = calloc(conc, sizeof(*p));
+	CUfileIOEvents_t *ev = calloc(conc, sizeof(*ev));
+	unsigned *freel = calloc(conc, sizeof(*freel)), nfree = conc, k = 0, busy = 0;
+	leg_begin(res, ds, cfg, &c0, &t0);
+	if (!s || !p || !ev || !freel)
+		res->error = -ENOMEM;
+	for (unsigned i = 0; !res->error && i < conc; i++)
+		freel[i] = i;
+	while (!res->error && (k < ds->nfiles || busy)) {
+		unsigned np = 0;
+		while (nfree && k < ds->nfiles && !res->error) {
+			unsigned sl = freel[--nfree], i = k++;
+			int rc = cf_open_slot(ds, i, &s[sl]);
+			if (rc) {
+				res->error = rc;
+				freel[nfree++] = sl;
+				break;
+			}
+			memset(&p[np], 0, sizeof(p[np]));
+			p[np].mode = 1;
+			p[np].u.batch.devPtr_base = dest + (size_t)sl * slot;
+			p[np].u.batch.size = ds->files[i].size;
+			p[np].fh = s[sl].h;
+			p[np].opcode = 0;
+			p[np].cookie = (void *)(uintptr_t)sl;
+			np++;
+		}
+		if (np) {
+			e = cf.batch_submit(b, np, p, 0);
+			if (e.err) {
+				res->error = -e.err;
+				for (unsigned j = 0; j < np; j++)
+					cf_close_slot(&s[(uintptr_t)p[j].cookie]);
+				break;
+			}
+			busy += np;
+		}
+		if (!busy)
+			break;
+		unsigned nr = conc;
+		e = cf.batch_status(b, 1, &nr, ev, NULL);
+		if (e.err) {
+			res->error = -e.err;
+			break;
+		}
+		for (unsigned j = 0; j < nr; j++) {
+			unsigned sl = (unsigned)(uintptr_t)ev[j].cookie;
+			if (ev[j].status != 0x10 || ev[j].ret != ds->files[s[sl].file].size)
+				res->error = res->error ? res->error : -EIO;
+			else
+				res->bytes += ev[j].ret;
+			cf_close_slot(&s[sl]);
+			freel[nfree++] = sl;
+			busy--;
+		}
+	}
+	leg_end(res, c0, t0);
+	cf.batch_destroy(b);
+	free(s);
+	free(p);
+	free(ev);
+	free(freel);
+	return res->error;
+}
+
+int cufile_stream_leg(const struct dataset *ds, unsigned conc, char *dest, size_t slot, struct leg_result *res)
+{
+	double c0;
+	uint64_t t0;
+	char cfg[64];
+	snprintf(cfg, sizeof(cfg), "cuFileReadAsync on %u streams", conc);
+	if (!cf.read_async) {
+		memset(res, 0, sizeof(*res));
+		return res->error = -ENOSYS;
+	}
+	gpu_bind_thread();
+	struct cf_slot *s = calloc(conc, sizeof(*s));
+	void **st = calloc(conc, sizeof(*st));
+	for (unsigned i = 0; st && i < conc; i++)
+		st[i] = gpu_stream_create();
+	leg_begin(res, ds, cfg, &c0, &t0);
+	if (!s || !st)
+		res->error = -ENOMEM;
+	for (unsigned i = 0; !res->error && i < conc; i++)
+		s[i].file = -1;
+	for (unsigned k = 0; !res->error && k < ds->nfiles; k++) {
+		struct cf_slot *x = &s[k % conc];
+		if (x->file >= 0) {
+			gpu_stream_sync(st[k % conc]);
+			if (x->done != (ssize_t)ds->files[x->file].size)
+				res->error = -EIO;
+			else
+				res->bytes += (uint64_t)x->done;
+			cf_close_slot(x);
+		}
+		int rc = cf_open_slot(ds, k, x);
+		if (rc) {
+			res->error = rc;
+			break;
+		}
+		x->size = ds->files[k].size;
+		x->file_offset = 0;
+		x->buf_offset = 0;
+		x->done = 0;
+		CUfileError_t e = cf.read_async(x->h, dest + (size_t)(k % conc) * slot, &x->size, &x->file_offset,
+						&x->buf_offset, &x->done, st[k % conc]);
+		if (e.err) {
+			res->error = -e.err;
+			cf_close_slot(x);
+		}
+	}
+	for (unsigned j = 0; s && st && j < conc; j++)
+		if (s[j].file >= 0) {
+			gpu_stream_sync(st[j]);
+			if (s[j].done != (ssize_t)ds->files[s[j].file].size)
+				res->error = res->error ? res->error : -EIO;
+			else
+				res->bytes += (uint64_t)s[j].done;
+			cf_close_slot(&s[j]);
+		}
+	leg_end(res, c0, t0);
+	for (unsigned i = 0; st && i < conc; i++)
+		gpu_stream_destroy(st[i]);
+	free(st);
+	free(s);
 	return res->error;
 }

@@ -27,6 +27,12 @@ unsigned ceiling_disk(const struct dataset *ds, bool direct, unsigned threads, s
  * not usable. dest: one device buffer of max_size per thread. */
 bool cufile_available(char *why, unsigned long why_len);
 int cufile_sync_leg(const struct dataset *ds, unsigned threads, void **dest, struct leg_result *res);
+/* The same through cuFile's batch API (at most 128 entries in flight, its
+ * default io_batchsize) and its stream API (cuFileReadAsync on one stream
+ * per slot). slot: bytes between slots in dest. -ENOSYS where the loaded
+ * libcufile lacks the API. */
+int cufile_batch_leg(const struct dataset *ds, unsigned conc, char *dest, size_t slot, struct leg_result *res);
+int cufile_stream_leg(const struct dataset *ds, unsigned conc, char *dest, size_t slot, struct leg_result *res);
 void cufile_close(void);
 
 #endif

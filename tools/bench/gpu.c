@@ -33,6 +33,9 @@ static struct {
 	CUresult (*dtoh)(void *, CUdeviceptr, size_t);
 	CUresult (*htod)(CUdeviceptr, const void *, size_t);
 	CUresult (*sync)(void);
+	CUresult (*stream_create)(void **, unsigned);
+	CUresult (*stream_sync)(void *);
+	CUresult (*stream_destroy)(void *);
 } cu;
 
 #define LOAD(field, sym)                                          \
@@ -64,6 +67,9 @@ bool gpu_open(char *why, size_t why_len)
 	LOAD(dtoh, "cuMemcpyDtoH_v2");
 	LOAD(htod, "cuMemcpyHtoD_v2");
 	LOAD(sync, "cuCtxSynchronize");
+	LOAD(stream_create, "cuStreamCreate");
+	LOAD(stream_sync, "cuStreamSynchronize");
+	LOAD(stream_destroy, "cuStreamDestroy_v2");
 	CUdevice dev;
 	CUresult r;
 	if ((r = cu.init(0)) || (r = cu.device_get(&dev, 0)) || (r = cu.retain(&cu.ctx, dev)) ||
@@ -125,6 +131,23 @@ out:
 	if (h)
 		cu.free_host(h);
 	return best;
+}
+
+void *gpu_stream_create(void)
+{
+	void *s = NULL;
+	return cu.stream_create(&s, 1 /* CU_STREAM_NON_BLOCKING */) ? NULL : s;
+}
+
+int gpu_stream_sync(void *stream)
+{
+	return cu.stream_sync(stream);
+}
+
+void gpu_stream_destroy(void *stream)
+{
+	if (stream)
+		cu.stream_destroy(stream);
 }
 
 void gpu_close(void)

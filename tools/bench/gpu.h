@@ -16,6 +16,10 @@ void gpu_free(void *p);
 int gpu_to_host(void *dst, const void *src, size_t n);
 /* pinned host → device copy bandwidth in MiB/s, best of a few runs */
 double gpu_h2d_ceiling(size_t bytes);
+/* a non-blocking stream of the context, its synchronisation, its end */
+void *gpu_stream_create(void);
+int gpu_stream_sync(void *stream);
+void gpu_stream_destroy(void *stream);
 void gpu_close(void);
 
 #endif
