@@ -6,16 +6,20 @@
 
 /* Generations come from one process-wide counter, so a token stays unique
  * across slot reuse and across driver close and reopen: a stale handle from
- * before a reopen is found missing instead of naming a new file. 0 is never
- * a live generation. */
+ * before a reopen is found missing instead of naming a new file. The count
+ * is scrambled by a bijection of 32-bit numbers, so small made-up values
+ * are not the handles registered early on. 0 is never a live generation. */
 static atomic_uint next_gen = 1;
 
 static uint32_t new_gen(void)
 {
-	uint32_t g;
-	while ((g = atomic_fetch_add_explicit(&next_gen, 1, memory_order_relaxed)) == 0)
-		;
-	return g;
+	for (;;) {
+		uint32_t c = atomic_fetch_add_explicit(&next_gen, 1, memory_order_relaxed);
+		uint32_t g = c * 0x9e3779b1u; /* odd multiplier: a bijection */
+		g ^= g >> 16;                 /* xorshift: a bijection */
+		if (g)
+			return g;
+	}
 }
 
 void ods_slots_init(struct ods_slots *s)
