@@ -221,7 +221,7 @@ OPENDS_API opends_error_t opends_batch_submit(opends_batch_t batch, unsigned nr,
 		e->io.owner = e;
 		e->io.done = entry_done;
 		if (e->io.result < 0 || e->io.size == 0)
-			ods_io_complete(&e->io, e->io.result); /* nothing to move, or EBADF */
+			e->io.done(&e->io); /* nothing to move, or EBADF: never submitted */
 		else
 			ods_io_submit(&e->io, true);
 		e = next;

@@ -2,6 +2,7 @@
  * backend, and the properties the caller can query. */
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "ods.h"
 
@@ -130,6 +131,11 @@ OPENDS_API opends_error_t opends_driver_close(void)
 	if (ods_drv.pool)
 		ods_pool_destroy(ods_drv.pool);
 	ods_drv.pool = NULL;
+	/* futures nobody awaited may still run on a backend's own engine */
+	while (atomic_load_explicit(&ods_inflight, memory_order_acquire) > 0) {
+		struct timespec ts = { 0, 100 * 1000 };
+		nanosleep(&ts, NULL);
+	}
 	atomic_store_explicit(&ods_drv.open, false, memory_order_release);
 	ods_registry_fini();
 	ods_drv.be->close();

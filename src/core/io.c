@@ -86,8 +86,11 @@ ssize_t ods_io_prepare(struct ods_io *io, int opcode, opends_handle_t fh, const 
 	return 0;
 }
 
+atomic_long ods_inflight;
+
 void ods_io_submit(struct ods_io *io, bool may_block)
 {
+	atomic_fetch_add_explicit(&ods_inflight, 1, memory_order_relaxed);
 	if (ods_drv.be->submit)
 		ods_drv.be->submit(io, may_block);
 	else

@@ -139,11 +139,17 @@ ssize_t ods_io_prepare(struct ods_io *io, int opcode, opends_handle_t fh, const 
 void ods_io_submit(struct ods_io *io, bool may_block);
 /* Run a prepared io to completion on this thread or the backend's. */
 ssize_t ods_io_run(struct ods_io *io);
-/* Backends call this when an io finished (sets result, calls done). */
+/* Requests handed to a backend and not yet completed; driver close waits
+ * for 0 before it frees handles the backend may still be using. */
+extern atomic_long ods_inflight;
+
+/* Backends call this when an io they were handed finished (sets result,
+ * calls done). */
 static inline void ods_io_complete(struct ods_io *io, ssize_t result)
 {
 	io->result = result;
 	io->done(io);
+	atomic_fetch_sub_explicit(&ods_inflight, 1, memory_order_release);
 }
 
 /* ---- waiting: futex-based one-shot completion ------------------------- */
