@@ -277,6 +277,24 @@ static int ffs_release(const char *path, struct fuse_file_info *fi)
 	return 0;
 }
 
+/* What happens to one read or write: its delay (EINTR if interrupted
+ * there), an injected error, or a shortened *size. 0 to go on. */
+static int fate(int kind, off_t off, size_t *size)
+{
+	uint64_t limit, delay;
+	bool intr;
+	int rc = judge(kind, (uint64_t)off, *size, &limit, &delay, &intr);
+	if (delay && pause_us(delay, intr))
+		return -EINTR;
+	if (rc)
+		return rc;
+	if (limit && *size > limit) {
+		*size = limit;
+		atomic_fetch_add(&n_short, 1);
+	}
+	return 0;
+}
+
 static int ffs_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	(void)path;
@@ -291,17 +309,9 @@ static int ffs_read(const char *path, char *buf, size_t size, off_t off, struct 
 		memcpy(buf, s + off, m);
 		return (int)m;
 	}
-	uint64_t limit, delay;
-	bool intr;
-	int rc = judge(K_READ, (uint64_t)off, size, &limit, &delay, &intr);
-	if (delay && pause_us(delay, intr))
-		return -EINTR;
+	int rc = fate(K_READ, off, &size);
 	if (rc)
 		return rc;
-	if (limit && size > limit) {
-		size = limit;
-		atomic_fetch_add(&n_short, 1);
-	}
 	ssize_t r = pread((int)fi->fh, buf, size, off);
 	return r < 0 ? -errno : (int)r;
 }
@@ -319,17 +329,9 @@ static int ffs_write(const char *path, const char *buf, size_t size, off_t off, 
 		free(s);
 		return ok ? (int)size : -EINVAL;
 	}
-	uint64_t limit, delay;
-	bool intr;
-	int rc = judge(K_WRITE, (uint64_t)off, size, &limit, &delay, &intr);
-	if (delay && pause_us(delay, intr))
-		return -EINTR;
+	int rc = fate(K_WRITE, off, &size);
 	if (rc)
 		return rc;
-	if (limit && size > limit) {
-		size = limit;
-		atomic_fetch_add(&n_short, 1);
-	}
 	ssize_t r = pwrite((int)fi->fh, buf, size, off);
 	return r < 0 ? -errno : (int)r;
 }
