@@ -29,13 +29,17 @@ GPUBENCH_THREADS=${GPUBENCH_THREADS:-8} timeout "${BENCH_TIMEOUT:-240}" build-gp
 	tee "$OUT/gpubench.log"
 rm -rf /var/tmp/gpubench /dev/shm/gpubench-*.bin
 
-step "cuFile drop-in vs NVIDIA libcufile (2 GiB, hot and cold)"
+step "cuFile drop-in vs NVIDIA libcufile (2 GiB, hot and cold, 1 and 8 threads)"
+# each line carries the pinned copy ceiling measured in the same process
 F=/var/tmp/cufile-bench.bin
 for m in hot cold; do
-	build-gpu/tests/compat/cufile_dropin_bench --lib=/usr/local/cuda/lib64/libcufile.so.0 --file=$F \
-		--size-mib=2048 --mode=$m 2>&1 | tee -a "$OUT/cufile-dropin.log"
-	OPENDS_ACCEL=cuda build-gpu/tests/compat/cufile_dropin_bench --lib=build-gpu/src/compat/cufile/libcufile.so.0 \
-		--file=$F --size-mib=2048 --mode=$m 2>&1 | tee -a "$OUT/cufile-dropin.log"
+	for t in 1 8; do
+		build-gpu/tests/compat/cufile_dropin_bench --lib=/usr/local/cuda/lib64/libcufile.so.0 --file=$F \
+			--size-mib=2048 --mode=$m --threads=$t 2>&1 | tee -a "$OUT/cufile-dropin.log"
+		OPENDS_ACCEL=cuda build-gpu/tests/compat/cufile_dropin_bench \
+			--lib=build-gpu/src/compat/cufile/libcufile.so.0 --file=$F --size-mib=2048 --mode=$m --threads=$t 2>&1 |
+			tee -a "$OUT/cufile-dropin.log"
+	done
 done
 rm -f $F
 step "done"

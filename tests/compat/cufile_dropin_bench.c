@@ -12,6 +12,8 @@
  *   cold: the page cache is dropped first (as root: drop_caches; else
  *         posix_fadvise DONTNEED) and the fd has O_DIRECT.
  * A 4 KiB sample of every chunk is checked against the pattern written.
+ * Into device memory, the line also gives the pinned host-to-device copy
+ * ceiling measured in the same run and the ratio to it.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -247,8 +249,13 @@ int main(int argc, char **argv)
 	L.cuFileHandleDeregister(fh);
 	close(fd);
 	L.cuFileDriverClose_v2();
-	printf("lib=%s mode=%s mem=%s size_mib=%zu chunk_mib=%zu threads=%u seconds=%.3f GB/s=%.2f%s\n",
+	double gbs = (double)fsize / dt / 1e9;
+	char ceil[64] = "";
+	double c = device ? td_h2d_ceiling((size_t)256 << 20, now) : 0;
+	if (c > 0)
+		snprintf(ceil, sizeof ceil, " h2d_ceiling_GB/s=%.2f ratio=%.2f", c, gbs / c);
+	printf("lib=%s mode=%s mem=%s size_mib=%zu chunk_mib=%zu threads=%u seconds=%.3f GB/s=%.2f%s%s\n",
 	       dropin ? "opends-dropin" : "nvidia-cufile", mode, device ? "device" : "host", size_mib, chunk_mib,
-	       nthreads, dt, (double)fsize / dt / 1e9, failed ? " FAILED" : "");
+	       nthreads, dt, gbs, ceil, failed ? " FAILED" : "");
 	return failed;
 }

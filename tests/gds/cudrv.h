@@ -30,6 +30,8 @@ static struct {
 	int (*cuMemsetD8)(td_ptr, unsigned char, size_t);
 	int (*cuStreamSynchronize)(void *);
 	int (*cuCtxSynchronize)(void);
+	int (*cuMemHostAlloc)(void **, size_t, unsigned);
+	int (*cuMemFreeHost)(void *);
 } td;
 
 static char td_why[256];
@@ -59,6 +61,8 @@ static inline bool td_init(void)
 		{ "cuMemsetD8_v2", (void **)&td.cuMemsetD8 },
 		{ "cuStreamSynchronize", (void **)&td.cuStreamSynchronize },
 		{ "cuCtxSynchronize", (void **)&td.cuCtxSynchronize },
+		{ "cuMemHostAlloc", (void **)&td.cuMemHostAlloc },
+		{ "cuMemFreeHost", (void **)&td.cuMemFreeHost },
 	};
 	for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++)
 		if (!(*syms[i].fn = dlsym(td.lib, syms[i].name))) {
@@ -128,6 +132,31 @@ static inline void td_memset(void *p, unsigned char v, size_t n)
 		fprintf(stderr, "FAIL: cuMemsetD8(%zu): %d\n", n, r);
 		exit(1);
 	}
+}
+
+/* The pinned host-to-device copy ceiling in GB/s: one n-byte copy from
+ * page-locked memory, best of five after a warm-up; 0 if it cannot run. */
+static inline double td_h2d_ceiling(size_t n, double (*clock)(void))
+{
+	void *h = NULL;
+	td_ptr d = 0;
+	double best = 0;
+	if (td.cuMemHostAlloc(&h, n, 0) != 0)
+		return 0;
+	if (td.cuMemAlloc(&d, n) == 0) {
+		memset(h, 1, n);
+		td.cuMemcpyHtoD(d, h, n);
+		for (int i = 0; i < 5; i++) {
+			double t0 = clock();
+			if (td.cuMemcpyHtoD(d, h, n) != 0)
+				break;
+			double gbs = (double)n / (clock() - t0) / 1e9;
+			best = gbs > best ? gbs : best;
+		}
+		td.cuMemFree(d);
+	}
+	td.cuMemFreeHost(h);
+	return best;
 }
 
 #endif
