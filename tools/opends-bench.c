@@ -58,7 +58,27 @@ static FILE *csv;
 static int failures;
 static atomic_uint_fast64_t progress_bytes;
 static atomic_bool progress_on;
-static const char *progress_label = "";
+/* The leg being measured: its label, and a count bumped at each start
+ * (0: no leg, nothing to report). */
+static pthread_mutex_t progress_lock = PTHREAD_MUTEX_INITIALIZER;
+static char progress_label[160];
+static unsigned progress_leg;
+
+static void progress_start(const char *label)
+{
+	pthread_mutex_lock(&progress_lock);
+	snprintf(progress_label, sizeof(progress_label), "%s", label);
+	atomic_store(&progress_bytes, 0);
+	progress_leg++;
+	pthread_mutex_unlock(&progress_lock);
+}
+
+static void progress_stop(void)
+{
+	pthread_mutex_lock(&progress_lock);
+	progress_label[0] = '\0';
+	pthread_mutex_unlock(&progress_lock);
+}
 
 /* ---- small helpers ------------------------------------------------------- */
 
@@ -82,15 +102,27 @@ static void *progress_thread(void *arg)
 {
 	(void)arg;
 	uint64_t last = 0, t_last = st_now_ns();
+	unsigned leg = 0;
 	while (atomic_load(&progress_on)) {
 		struct timespec ts = { 0, 100 * 1000 * 1000 };
 		nanosleep(&ts, NULL);
 		uint64_t now = st_now_ns();
+		char label[sizeof(progress_label)];
+		pthread_mutex_lock(&progress_lock);
+		snprintf(label, sizeof(label), "%s", progress_label);
+		uint64_t b = atomic_load(&progress_bytes);
+		bool fresh = progress_leg != leg;
+		leg = progress_leg;
+		pthread_mutex_unlock(&progress_lock);
+		if (fresh || !label[0]) { /* a new leg, or none: start counting again */
+			last = fresh ? 0 : b;
+			t_last = now;
+			continue;
+		}
 		if (now - t_last < 1000000000ull)
 			continue;
-		uint64_t b = atomic_load(&progress_bytes);
 		if (opt.verbose)
-			fprintf(stderr, "  %s: %.2f GiB, %.0f MiB/s\n", progress_label, b / (MIB * 1024),
+			fprintf(stderr, "  %s: %.2f GiB, %.0f MiB/s\n", label, b / (MIB * 1024),
 				st_mib_s(b - last, st_seconds(t_last, now)));
 		last = b;
 		t_last = now;
@@ -520,8 +552,7 @@ static void run_opends(const struct dataset *ds, const char *backend, char *dest
 			prepare_cache(ds, !cc);
 			char label[128];
 			snprintf(label, sizeof(label), "%s %s %s %s", ds->spec->name, modes[m], name, cache);
-			progress_label = label;
-			atomic_store(&progress_bytes, 0);
+			progress_start(label);
 			double c0 = cpu_now();
 			uint64_t t0 = st_now_ns();
 			switch (m) {
@@ -534,6 +565,7 @@ static void run_opends(const struct dataset *ds, const char *backend, char *dest
 			r.seconds = st_seconds(t0, st_now_ns());
 			r.cpu_s = cpu_now() - c0;
 			r.bytes = atomic_load(&progress_bytes);
+			progress_stop();
 			r.files = ds->nfiles;
 			r.error = atomic_load(&l.err);
 			if (m == 0 && !r.error) {

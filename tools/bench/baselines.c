@@ -473,14 +473,29 @@ static void leg_end(struct leg_result *res, double c0, uint64_t t0)
 	res->cpu_s = cpu_now() - c0;
 }
 
+/* cuFile refuses (or cuts short) batch entries larger than its
+ * max_direct_io_size (16 MiB in /etc/cufile.json on the H200): a cuFile
+ * program reads a large file as pieces of that size, up to 128 in flight. */
+#define CF_PIECE ((size_t)16 << 20)
+
 int cufile_batch_leg(const struct dataset *ds, unsigned conc, char *dest, size_t slot, struct leg_result *res)
 {
 	double c0;
 	uint64_t t0;
+	/* Entry sl writes into region sl of dest. Small files: one entry per
+	 * file, conc in flight, as the other batch legs. Large files: pieces
+	 * of CF_PIECE, as many in flight as dest (conc regions of slot bytes)
+	 * has pieces for, at most 128. */
+	size_t region = slot;
+	if (slot > CF_PIECE) {
+		size_t fit = (size_t)conc * (slot / CF_PIECE);
+		region = CF_PIECE;
+		conc = fit > 128 ? 128 : (unsigned)fit;
+	}
 	if (conc > 128)
 		conc = 128;
 	char cfg[64];
-	snprintf(cfg, sizeof(cfg), "cuFileBatchIO %u in flight", conc);
+	snprintf(cfg, sizeof(cfg), "cuFileBatchIO %u in flight x <=%zu MiB", conc, region >> 20);
 	if (!cf.batch_setup || !cf.batch_submit || !cf.batch_status || !cf.batch_destroy) {
 		memset(res, 0, sizeof(*res));
 		return res->error = -ENOSYS;
@@ -496,6 +511,7 @@ int cufile_batch_leg(const struct dataset *ds, unsigned conc, char *dest, size_t
 	CUfileIOParams_t *p = calloc(conc, sizeof(*p));
 	CUfileIOEvents_t *ev = calloc(conc, sizeof(*ev));
 	unsigned *freel = calloc(conc, sizeof(*freel)), nfree = conc, k = 0, busy = 0;
+	size_t koff = 0; /* next piece of file k */
 	leg_begin(res, ds, cfg, &c0, &t0);
 	if (!s || !p || !ev || !freel)
 		res->error = -ENOMEM;
@@ -504,21 +520,29 @@ int cufile_batch_leg(const struct dataset *ds, unsigned conc, char *dest, size_t
 	while (!res->error && (k < ds->nfiles || busy)) {
 		unsigned np = 0;
 		while (nfree && k < ds->nfiles && !res->error) {
-			unsigned sl = freel[--nfree], i = k++;
+			unsigned sl = freel[--nfree], i = k;
+			size_t fsz = ds->files[i].size, n = fsz - koff < region ? fsz - koff : region;
 			int rc = cf_open_slot(ds, i, &s[sl]);
 			if (rc) {
 				res->error = rc;
 				freel[nfree++] = sl;
 				break;
 			}
+			s[sl].size = n;
 			memset(&p[np], 0, sizeof(p[np]));
 			p[np].mode = 1;
-			p[np].u.batch.devPtr_base = dest + (size_t)sl * slot;
-			p[np].u.batch.size = ds->files[i].size;
+			p[np].u.batch.devPtr_base = dest + (size_t)sl * region;
+			p[np].u.batch.file_offset = (off_t)koff;
+			p[np].u.batch.size = n;
 			p[np].fh = s[sl].h;
 			p[np].opcode = 0;
 			p[np].cookie = (void *)(uintptr_t)sl;
 			np++;
+			koff += n;
+			if (koff >= fsz) {
+				k++;
+				koff = 0;
+			}
 		}
 		if (np) {
 			e = cf.batch_submit(b, np, p, 0);
@@ -540,7 +564,7 @@ int cufile_batch_leg(const struct dataset *ds, unsigned conc, char *dest, size_t
 		}
 		for (unsigned j = 0; j < nr; j++) {
 			unsigned sl = (unsigned)(uintptr_t)ev[j].cookie;
-			if (ev[j].status != 0x10 || ev[j].ret != ds->files[s[sl].file].size)
+			if (ev[j].status != 0x10 || ev[j].ret != s[sl].size)
 				res->error = res->error ? res->error : -EIO;
 			else
 				res->bytes += ev[j].ret;
