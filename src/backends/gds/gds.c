@@ -518,34 +518,38 @@ static ssize_t gds_rw(struct ods_io *io)
 		boff = (off_t)((uintptr_t)io->buf - r.base);
 	}
 
-	if (io->opcode == OPENDS_WRITE && !io->fh->direct)
+	if (io->opcode == OPENDS_READ) {
+		/* NVIDIA's compatibility mode (1.15, on the H200) writes device
+		 * memory past the bytes it returns when a read reaches past EOF
+		 * (test_gds_rw, test_gpu and the cuFile compat test caught it):
+		 * ask it for the bytes the file has, nothing beyond. Unaligned
+		 * reads inside the file come back exact. (Sending the block that
+		 * holds EOF through the POSIX path instead fixed this too, but
+		 * hung stream-ordered reads on the H200.) */
+		size_t n = io->size;
+		off_t fsize = file_size(io->fh);
+		if (fsize >= 0)
+			n = io->off >= fsize ? 0 : (size_t)(fsize - io->off) < n ? (size_t)(fsize - io->off) : n;
+		return n ? cufile_rw(io, g->cfh, base, boff, n, io->off) : 0;
+	}
+	if (!io->fh->direct)
 		return cufile_rw(io, g->cfh, base, boff, io->size, io->off);
 
-	/* cuFile gets whole aligned blocks only; partial blocks at either end
-	 * go through the POSIX path. O_DIRECT writes need it (the buffered
-	 * twin merges partial blocks under the page lock). Reads need it
-	 * because NVIDIA's compatibility mode (1.15, on the H200) writes
-	 * device memory past the bytes it returns at EOF: the block holding
-	 * EOF, and anything past it, is left to the POSIX path, which stops
-	 * there. */
+	/* O_DIRECT write: partial blocks at either end go through the POSIX
+	 * path's buffered twin, whole blocks through cuFile. */
 	off_t end = io->off + (off_t)io->size;
-	if (io->opcode == OPENDS_READ) {
-		off_t fsize = file_size(io->fh);
-		if (fsize >= 0 && end > fsize)
-			end = fsize > io->off ? fsize : io->off;
-	}
 	off_t m0 = (io->off + A - 1) & ~(A - 1), m1 = end & ~(A - 1);
 	if (m1 <= m0)
 		return posix_piece(io, 0, io->size);
-	size_t head = (size_t)(m0 - io->off), mid = (size_t)(m1 - m0), tail = io->size - head - mid;
+	size_t head = (size_t)(m0 - io->off), mid = (size_t)(m1 - m0), tail = (size_t)(end - m1);
 	ssize_t n;
-	if (head && (n = posix_piece(io, 0, head)) < (ssize_t)head)
-		return n; /* an error, or EOF moved under the read */
-	if ((n = cufile_rw(io, g->cfh, base, boff + (off_t)head, mid, m0)) < (ssize_t)mid)
-		return n < 0 ? n : (ssize_t)head + n;
+	if (head && (n = posix_piece(io, 0, head)) < 0)
+		return n;
+	if ((n = cufile_rw(io, g->cfh, base, boff + (off_t)head, mid, m0)) < 0)
+		return n;
 	if (tail && (n = posix_piece(io, head + mid, tail)) < 0)
 		return n;
-	return (ssize_t)(head + mid) + (tail ? n : 0);
+	return (ssize_t)io->size;
 }
 
 /* ---- hooks the core does not call yet (gds.h) ----------------------------- */
