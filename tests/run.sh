@@ -58,7 +58,7 @@ if [ -d python/tests ]; then
 		fi
 		LD_PRELOAD="$preload" ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
 			OPENDS_LIBRARY="$PWD/$builddir/src/libopends.so" PYTHONPATH="$PWD/python" \
-			$py -m pytest -q python/tests --junitxml="$xml"
+			$py -m pytest -q python/tests tests/bench --junitxml="$xml"
 		read -r pp pf ps <<<"$([ -f "$xml" ] && $py - "$xml" <<'PY'
 import sys, xml.etree.ElementTree as ET
 t = ET.parse(sys.argv[1]).getroot()
