@@ -1,0 +1,52 @@
+/*
+ * A stand-in libcuda.so.1 for the CPU suite's gds tests: the few driver
+ * calls the gds backend makes before and around cuFile (a GPU is present,
+ * a context is current), answered as on a machine with one GPU. The data
+ * itself is host memory presented as device memory by the hostdev layer,
+ * and fake_cufile.c moves it. Only tests load it, through LD_LIBRARY_PATH.
+ */
+#pragma GCC visibility push(default) /* the project builds with hidden */
+int cuInit(unsigned flags);
+int cuDeviceGetCount(int *count);
+int cuCtxGetCurrent(void **ctx);
+int cuCtxSetCurrent(void *ctx);
+int cuPointerGetAttribute(void *data, int attribute, unsigned long long ptr);
+
+static char the_ctx;
+
+int cuInit(unsigned flags)
+{
+	return flags == 0 ? 0 : 1; /* CUDA_ERROR_INVALID_VALUE */
+}
+
+int cuDeviceGetCount(int *count)
+{
+	if (!count)
+		return 1;
+	*count = 1;
+	return 0;
+}
+
+int cuCtxGetCurrent(void **ctx)
+{
+	if (!ctx)
+		return 1;
+	*ctx = &the_ctx;
+	return 0;
+}
+
+int cuCtxSetCurrent(void *ctx)
+{
+	(void)ctx;
+	return 0;
+}
+
+int cuPointerGetAttribute(void *data, int attribute, unsigned long long ptr)
+{
+	(void)attribute;
+	(void)ptr;
+	if (data)
+		*(void **)data = &the_ctx;
+	return 0;
+}
+#pragma GCC visibility pop
