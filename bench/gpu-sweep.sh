@@ -4,6 +4,9 @@
 # Each part generates its data on the ext4 disk, measures its own ceilings
 # and cuFile next to its legs (opends-bench), then KvikIO on the same files
 # (bench/kvikio_bench.py, wheels carried in .whl/). Results under $OUT.
+# Environment: BACKENDS (default: every one built), OPENDS_BENCH_TIMEOUT
+# (seconds per backend), BASELINE_TIMEOUT, KVIKIO=0, KVIKIO_TIMEOUT,
+# KVIKIO_MODES, CUDA_DEVICE_MAX_CONNECTIONS (default 32, see below).
 source "$(dirname "$0")/gpu-build.sh"
 datasets=${1:?usage: gpu-sweep.sh DATASETS [CACHES] [SCALE]}
 caches=${2:-cold}
@@ -11,11 +14,29 @@ scale=${3:-1}
 exec > >(tee -a "$OUT/sweep.log") 2>&1
 data=/var/tmp/opends-bench-data
 
-step "opends-bench $datasets ($caches)"
+# Stream-ordered legs can hang with the driver's default 8 hardware queues
+# (bench/results/2026-11-29-h200-b/NOTES.md, "Known problem"); 32 made them
+# run. Recorded in machine.txt; set CUDA_DEVICE_MAX_CONNECTIONS= to measure
+# the default.
+export CUDA_DEVICE_MAX_CONNECTIONS=${CUDA_DEVICE_MAX_CONNECTIONS-32}
+[ -n "$CUDA_DEVICE_MAX_CONNECTIONS" ] || unset CUDA_DEVICE_MAX_CONNECTIONS
+
+# Baselines first, then one process per backend with its own limit, so a
+# backend that hangs costs its own legs only.
+step "opends-bench $datasets ($caches): data, ceilings, cuFile"
 backends=$(grep -oE "^ +(ref|uring|gds) +: YES" build-gpu/meson-logs/meson-log.txt | awk '{print $1}' | sort -u | paste -sd, -)
-timeout "${OPENDS_BENCH_TIMEOUT:-420}" build-gpu/tools/opends-bench --data "$data" --out "$OUT" \
-	--datasets "$datasets" --cache "$caches" --scale "$scale" --backends "${BACKENDS:-$backends}"
-echo "opends-bench rc $?"
+run_bench() { # limit, then opends-bench arguments
+	local limit=$1
+	shift
+	timeout "$limit" build-gpu/tools/opends-bench --data "$data" --out "$OUT" --datasets "$datasets" \
+		--cache "$caches" --scale "$scale" "$@"
+	echo "opends-bench $* rc $?"
+}
+run_bench "${BASELINE_TIMEOUT:-240}" --backends none
+for b in $(echo "${BACKENDS:-$backends}" | tr , ' '); do
+	step "opends-bench $datasets ($caches): $b"
+	run_bench "${OPENDS_BENCH_TIMEOUT:-240}" --no-baselines --backends "$b"
+done
 
 if [ "${KVIKIO:-1}" = 1 ] && [ -d .whl ]; then
 	step "kvikio"
