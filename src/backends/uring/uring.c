@@ -53,6 +53,7 @@
  * and the first such question always answers "not yet", so the waiting
  * states, slot reuse and ordering are exercised in CI without a GPU.
  */
+#include <limits.h>
 #include <liburing.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,6 +127,7 @@ struct ureq {
 	int fd_direct, fd_buf;
 	bool started;      /* a chunk was handed out (cancel no longer applies) */
 	bool delegate;     /* run whole through ref on a worker */
+	unsigned share;    /* chunks one worker may hold at once (see take_chunk) */
 	bool user_direct;  /* host memory aligned with the file: aligned chunks may
 			      go straight into it */
 	atomic_uint pending;    /* chunks running + 1 while chunks are left */
@@ -175,6 +177,9 @@ struct worker {
 	bool slots_pinned, slots_fixed, slots_failed;
 	bool inline_io;      /* a read that runs inline was queued: submit it now */
 	bool more;           /* work was still queued when this chunk was taken */
+	struct ureq *held_r; /* the request this worker last took chunks of, */
+	unsigned held_n;     /* and how many of them it holds */
+	bool declined;       /* left the head request to other workers */
 	void *lane;          /* accelerator copy lane, or NULL: recorded copies */
 };
 
@@ -304,10 +309,15 @@ static void pop_head(void)
 	pthread_cond_signal(&U.room);
 }
 
-/* Take the next chunk of the oldest request. Returns the request with a
- * chunk reference held, or NULL. *popped: the request has no chunks left
- * and the queue's reference must be dropped after starting this one. */
-static struct ureq *take_chunk(off_t *c0, off_t *c1, bool *popped)
+/* Take the next chunk of the oldest request for w. Returns the request
+ * with a chunk reference held, or NULL. *popped: the request has no chunks
+ * left and the queue's reference must be dropped after starting this one.
+ * A worker holds at most r->share chunks of a request at once: the first
+ * worker to wake would otherwise take every chunk its free units allow
+ * (16 chunks: all of a 16 MiB request), and the request would be copied
+ * by one ring's few threads while the other workers, woken for it, find
+ * the queue empty. Declining sets w->declined. */
+static struct ureq *take_chunk(struct worker *w, off_t *c0, off_t *c1, bool *popped)
 {
 	if (!atomic_load_explicit(&U.queued, memory_order_acquire))
 		return NULL;
@@ -316,6 +326,11 @@ static struct ureq *take_chunk(off_t *c0, off_t *c1, bool *popped)
 		struct ureq *r = U.head;
 		if (!r) {
 			pthread_mutex_unlock(&U.lock);
+			return NULL;
+		}
+		if (r == w->held_r && w->held_n >= r->share) {
+			pthread_mutex_unlock(&U.lock);
+			w->declined = true;
 			return NULL;
 		}
 		if (!r->started) {
@@ -328,6 +343,11 @@ static struct ureq *take_chunk(off_t *c0, off_t *c1, bool *popped)
 				continue;
 			}
 		}
+		if (r != w->held_r) {
+			w->held_r = r;
+			w->held_n = 0;
+		}
+		w->held_n++;
 		*c0 = r->pos;
 		*c1 = r->delegate ? r->end : chunk_end_of(r, r->pos);
 		r->pos = *c1;
@@ -445,6 +465,8 @@ static void unit_free(struct unit *u)
 static void chunk_end(struct unit *u, long res)
 {
 	struct ureq *r = u->r;
+	if (r == u->w->held_r)
+		u->w->held_n--;
 	if (res < 0)
 		note_err(r, res);
 	unit_free(u);
@@ -743,7 +765,8 @@ static bool fill(struct worker *w)
 	off_t c0, c1;
 	bool popped;
 	struct ureq *r;
-	while (w->nfree && (r = take_chunk(&c0, &c1, &popped))) {
+	w->declined = false;
+	while (w->nfree && (r = take_chunk(w, &c0, &c1, &popped))) {
 		w->more = atomic_load_explicit(&U.queued, memory_order_relaxed) != 0;
 		start_chunk(w, r, c0, c1);
 		if (popped)
@@ -831,8 +854,10 @@ static void *worker_main(void *arg)
 		 * before looking at the queue, the queue before looking at
 		 * sleeping. */
 		if (w->nfree) {
+			/* a worker that declined the head request holds chunks of
+			 * it, and their completions wake it */
 			atomic_store(&w->sleeping, 1);
-			if (atomic_load(&U.queued) || atomic_load(&U.stop)) {
+			if ((atomic_load(&U.queued) && !w->declined) || atomic_load(&U.stop)) {
 				atomic_store(&w->sleeping, 0);
 				continue;
 			}
@@ -930,6 +955,8 @@ static void uring_submit(struct ods_io *io, bool may_block)
 			      on_fuse(h->fd);
 	}
 	size_t chunks = r->delegate ? 1 : io->size / U.chunk + 1;
+	size_t share = (chunks + U.nthreads - 1) / U.nthreads;
+	r->share = share > UINT_MAX ? UINT_MAX : (unsigned)share;
 
 	pthread_mutex_lock(&U.lock);
 	while (may_block && U.nreq >= U.cap)
