@@ -92,6 +92,8 @@ struct ods_handle {
 int ods_handle_fd_direct(struct ods_handle *h);
 /* The fd without O_DIRECT for this handle (the caller's or a twin), or -1. */
 int ods_handle_fd_buffered(struct ods_handle *h);
+/* The size of the file (now) or block device behind h, -1 if unknown. */
+off_t ods_handle_size(const struct ods_handle *h);
 
 /* ---- memory ----------------------------------------------------------- */
 

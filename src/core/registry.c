@@ -192,6 +192,14 @@ int ods_handle_fd_buffered(struct ods_handle *h)
 	return h->direct ? twin(h) : h->fd;
 }
 
+off_t ods_handle_size(const struct ods_handle *h)
+{
+	struct stat st;
+	if (h->blockdev)
+		return h->blk_size > 0 ? h->blk_size : -1;
+	return fstat(h->fd, &st) == 0 ? st.st_size : -1;
+}
+
 /* ---- memory ----------------------------------------------------------- */
 
 /* Undo what the backend and the accelerator did at registration, in the

@@ -29,7 +29,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "ods.h"
 #include "gds.h"
@@ -493,15 +492,6 @@ static ssize_t posix_piece(const struct ods_io *io, size_t skip, size_t size)
 	return ods_backend_ref.rw(&sub);
 }
 
-/* Size of the file or device behind h, -1 if unknown. */
-static off_t file_size(const struct ods_handle *h)
-{
-	struct stat st;
-	if (h->blockdev)
-		return h->blk_size > 0 ? h->blk_size : -1;
-	return fstat(h->fd, &st) == 0 ? st.st_size : -1;
-}
-
 static ssize_t gds_rw(struct ods_io *io)
 {
 	struct gds_handle *g = io->fh->be;
@@ -527,7 +517,7 @@ static ssize_t gds_rw(struct ods_io *io)
 		 * holds EOF through the POSIX path instead fixed this too, but
 		 * hung stream-ordered reads on the H200.) */
 		size_t n = io->size;
-		off_t fsize = file_size(io->fh);
+		off_t fsize = ods_handle_size(io->fh);
 		if (fsize >= 0)
 			n = io->off >= fsize ? 0 : (size_t)(fsize - io->off) < n ? (size_t)(fsize - io->off) : n;
 		return n ? cufile_rw(io, g->cfh, base, boff, n, io->off) : 0;

@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ods.h"
@@ -43,15 +42,6 @@ static int ref_open(const struct ods_config *cfg, const struct ods_accel *accel)
 
 static void ref_close(void)
 {
-}
-
-/* The file's size now, or -1. */
-static off_t file_size(const struct ods_handle *h)
-{
-	struct stat st;
-	if (h->blockdev)
-		return h->blk_size;
-	return fstat(h->fd, &st) == 0 ? st.st_size : -1;
 }
 
 /* Read [off, off+size) of a direct fd through an aligned bounce buffer. */
@@ -96,7 +86,7 @@ static ssize_t rmw_write(struct ods_handle *h, const char *src, size_t size, off
 	ssize_t ret = 0;
 	size_t done = 0;
 	pthread_mutex_lock(&h->twin_lock);
-	off_t old_size = file_size(h);
+	off_t old_size = ods_handle_size(h);
 	while (done < size) {
 		off_t pos = off + (off_t)done;
 		off_t a0 = pos & ~(A - 1);
@@ -126,7 +116,7 @@ static ssize_t rmw_write(struct ods_handle *h, const char *src, size_t size, off
 	/* Whole blocks written past the old end leave the file longer than a
 	 * pwrite would; cut it back to max(old size, end of this write). */
 	off_t want = off + (off_t)size > old_size ? off + (off_t)size : old_size;
-	if (!h->blockdev && old_size >= 0 && file_size(h) > want && ftruncate(h->fd, want) < 0)
+	if (!h->blockdev && old_size >= 0 && ods_handle_size(h) > want && ftruncate(h->fd, want) < 0)
 		return -errno;
 	return (ssize_t)size;
 }
@@ -160,7 +150,7 @@ static ssize_t host_rw(struct ods_io *io, char *buf, size_t size, off_t off)
 		/* A direct read of the block holding EOF fills the whole block
 		 * of the caller's buffer; keep that block on the buffered
 		 * path so nothing past the returned count is written. */
-		off_t eof = file_size(h);
+		off_t eof = ods_handle_size(h);
 		if (eof >= 0 && m1 > (eof & ~(A - 1)))
 			m1 = eof & ~(A - 1);
 	}

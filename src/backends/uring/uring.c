@@ -60,7 +60,6 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <sys/vfs.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -929,11 +928,7 @@ static void uring_submit(struct ods_io *io, bool may_block)
 	r->fd_buf = ods_handle_fd_buffered(h);
 	r->fsize = -1;
 	if (io->opcode == OPENDS_READ) {
-		struct stat st;
-		if (h->blockdev)
-			r->fsize = h->blk_size > 0 ? h->blk_size : -1;
-		else if (fstat(h->fd, &st) == 0)
-			r->fsize = st.st_size;
+		r->fsize = ods_handle_size(h);
 		r->user_direct = io->mem == ODS_MEM_HOST && r->fsize >= 0 &&
 				 !(((uintptr_t)io->buf - (uintptr_t)io->off) & (ODS_ALIGN - 1));
 		/* Nothing past EOF is read: clamping here also keeps the block
