@@ -249,42 +249,10 @@ unsigned ceiling_disk(const struct dataset *ds, bool direct, unsigned threads, s
 
 /* ---- cuFile --------------------------------------------------------------- */
 
-typedef struct {
-	int err;
-	int cu_err;
-} CUfileError_t;
-typedef struct {
-	int type; /* CU_FILE_HANDLE_TYPE_OPAQUE_FD = 1 */
-	union {
-		int fd;
-		void *handle;
-	} handle;
-	const void *fs_ops;
-} CUfileDescr_t;
-typedef void *CUfileHandle_t;
-typedef void *CUfileBatchHandle_t;
-/* cuFile's batch records (x86-64 layout: 64 and 24 bytes) */
-typedef struct {
-	int mode; /* CUFILE_BATCH = 1 */
-	union {
-		struct {
-			void *devPtr_base;
-			off_t file_offset;
-			off_t devPtr_offset;
-			size_t size;
-		} batch;
-	} u;
-	CUfileHandle_t fh;
-	int opcode; /* CUFILE_READ = 0 */
-	void *cookie;
-} CUfileIOParams_t;
-typedef struct {
-	void *cookie;
-	int status; /* CUFILE_COMPLETE = 0x10 */
-	size_t ret;
-} CUfileIOEvents_t;
-_Static_assert(sizeof(CUfileIOParams_t) == 64, "CUfileIOParams_t layout");
-_Static_assert(sizeof(CUfileIOEvents_t) == 24, "CUfileIOEvents_t layout");
+/* cuFile's types from the project's own declaration of its ABI (checked
+ * against NVIDIA's header where one is found); the calls are dlsym'ed. */
+#define ODS_CUFILE_NO_CUDA_H
+#include "cufile.h"
 
 static struct {
 	void *lib;
@@ -376,7 +344,7 @@ static void *cf_worker(void *arg)
 		}
 		CUfileDescr_t d;
 		memset(&d, 0, sizeof(d));
-		d.type = 1;
+		d.type = CU_FILE_HANDLE_TYPE_OPAQUE_FD;
 		d.handle.fd = fd;
 		CUfileHandle_t h;
 		CUfileError_t e = cf.handle_register(&h, &d);
@@ -440,7 +408,7 @@ static int cf_open_slot(const struct dataset *ds, unsigned i, struct cf_slot *s)
 		return -errno;
 	CUfileDescr_t d;
 	memset(&d, 0, sizeof(d));
-	d.type = 1;
+	d.type = CU_FILE_HANDLE_TYPE_OPAQUE_FD;
 	d.handle.fd = s->fd;
 	CUfileError_t e = cf.handle_register(&s->h, &d);
 	if (e.err) {
@@ -530,12 +498,12 @@ int cufile_batch_leg(const struct dataset *ds, unsigned conc, char *dest, size_t
 			}
 			s[sl].size = n;
 			memset(&p[np], 0, sizeof(p[np]));
-			p[np].mode = 1;
+			p[np].mode = CUFILE_BATCH;
 			p[np].u.batch.devPtr_base = dest + (size_t)sl * region;
 			p[np].u.batch.file_offset = (off_t)koff;
 			p[np].u.batch.size = n;
 			p[np].fh = s[sl].h;
-			p[np].opcode = 0;
+			p[np].opcode = CUFILE_READ;
 			p[np].cookie = (void *)(uintptr_t)sl;
 			np++;
 			koff += n;
@@ -564,7 +532,7 @@ int cufile_batch_leg(const struct dataset *ds, unsigned conc, char *dest, size_t
 		}
 		for (unsigned j = 0; j < nr; j++) {
 			unsigned sl = (unsigned)(uintptr_t)ev[j].cookie;
-			if (ev[j].status != 0x10 || ev[j].ret != s[sl].size)
+			if (ev[j].status != CUFILE_COMPLETE || ev[j].ret != s[sl].size)
 				res->error = res->error ? res->error : -EIO;
 			else
 				res->bytes += ev[j].ret;
