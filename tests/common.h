@@ -482,6 +482,18 @@ static inline void t_driver_open(void)
 		CHECKF(!strcmp(be, want), "backend is \"%s\", OPENDS_BACKEND asked for \"%s\"", be, want);
 }
 
+/* Reopen with tiny pieces: 8 KiB chunks, 2 per queue, 2 workers, so
+ * every transfer above 8 KiB is split, the pieces' edges land everywhere
+ * and the queues fill. The caller has closed the driver. */
+static inline void t_driver_open_small_pieces(void)
+{
+	setenv("OPENDS_CHUNK_SIZE", "8k", 1);
+	setenv("OPENDS_QUEUE_DEPTH", "2", 1);
+	setenv("OPENDS_IO_THREADS", "2", 1);
+	t_driver_open();
+	printf("with OPENDS_CHUNK_SIZE=8k OPENDS_QUEUE_DEPTH=2 OPENDS_IO_THREADS=2:\n");
+}
+
 static inline opends_handle_t t_register(int fd)
 {
 	opends_handle_t fh = NULL;

@@ -357,11 +357,7 @@ int main(int argc, char **argv)
 
 	/* Small chunks and queues: every read above 8 KiB is split into many
 	 * pieces, the pieces' edges land everywhere, and the queues fill. */
-	setenv("OPENDS_CHUNK_SIZE", "8k", 1);
-	setenv("OPENDS_QUEUE_DEPTH", "2", 1);
-	setenv("OPENDS_IO_THREADS", "2", 1);
-	t_driver_open();
-	printf("with OPENDS_CHUNK_SIZE=8k OPENDS_QUEUE_DEPTH=2 OPENDS_IO_THREADS=2:\n");
+	t_driver_open_small_pieces();
 	for (int d = 0; d < 2; d++)
 		run_file(ph, T_HASH_NAME, hashpat, T_HASH_SIZE, d);
 	OK(opends_driver_close());

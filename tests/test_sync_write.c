@@ -386,11 +386,7 @@ int main(int argc, char **argv)
 
 	/* Small chunks: large writes split into many pieces, partial blocks
 	 * at both ends of the pieces. */
-	setenv("OPENDS_CHUNK_SIZE", "8k", 1);
-	setenv("OPENDS_QUEUE_DEPTH", "2", 1);
-	setenv("OPENDS_IO_THREADS", "2", 1);
-	t_driver_open();
-	printf("with OPENDS_CHUNK_SIZE=8k OPENDS_QUEUE_DEPTH=2 OPENDS_IO_THREADS=2:\n");
+	t_driver_open_small_pieces();
 	run(path, false);
 	run(path, true);
 	OK(opends_driver_close());

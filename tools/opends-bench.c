@@ -708,7 +708,6 @@ static void write_machine(const char *gpu)
 	/* settings that change the results: the library's, and the CUDA
 	 * driver's hardware queue count (see the stream-ordered hang in
 	 * bench/results/2026-11-29-h200-b/NOTES.md) */
-	extern char **environ;
 	for (char **e = environ; *e; e++)
 		if (!strncmp(*e, "OPENDS_", 7) || !strncmp(*e, "CUDA_DEVICE_MAX_CONNECTIONS=", 28) ||
 		    !strncmp(*e, "KVIKIO_", 7))
