@@ -540,9 +540,14 @@ int main(int argc, char **argv)
 		m_put(buf + 3, src, ssize);
 		OKE(L.cuFileWriteAsync(fh, buf, &ssize, &sfoff, &sboff, &sret, NULL));
 		stream_sync();
-		CHECK(sret == (ssize_t)ssize, "stream write: bytes_written %zd", sret);
-		memcpy(wor + sfoff, src, ssize);
-		fend = (size_t)sfoff + ssize > fend ? (size_t)sfoff + ssize : fend;
+		/* NVIDIA's 1.15 (compatibility mode, H200) answers this
+		 * unaligned write on the NULL stream with -EIO, as it does the
+		 * stream read above; the file then holds what it held */
+		SOFT(sret == (ssize_t)ssize, "stream write: bytes_written %zd, expected %zu", sret, ssize);
+		if (sret == (ssize_t)ssize) {
+			memcpy(wor + sfoff, src, ssize);
+			fend = (size_t)sfoff + ssize > fend ? (size_t)sfoff + ssize : fend;
+		}
 
 		phase = "writes, check";
 		struct stat st;
