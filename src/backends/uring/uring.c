@@ -950,12 +950,16 @@ static void uring_submit(struct ods_io *io, bool may_block)
 			      on_fuse(h->fd);
 	}
 	size_t chunks = r->delegate ? 1 : io->size / U.chunk + 1;
-	size_t share = (chunks + U.nthreads - 1) / U.nthreads;
-	r->share = share > UINT_MAX ? UINT_MAX : (unsigned)share;
 
 	pthread_mutex_lock(&U.lock);
 	while (may_block && U.nreq >= U.cap)
 		pthread_cond_wait(&U.room, &U.lock);
+	/* A worker's share of this request grows with the requests queued
+	 * before it: alone, it is spread over every worker; behind others
+	 * (several callers at once), each worker may keep whole requests,
+	 * which saves the hand-offs between workers. */
+	size_t share = (chunks * (U.nreq + 1) + U.nthreads - 1) / U.nthreads;
+	r->share = share > UINT_MAX ? UINT_MAX : (unsigned)share;
 	if (U.tail)
 		U.tail->next = r;
 	else
