@@ -6,20 +6,14 @@
 # (bench/kvikio_bench.py, wheels carried in .whl/). Results under $OUT.
 # Environment: BACKENDS (default: every one built), OPENDS_BENCH_TIMEOUT
 # (seconds per backend), BASELINE_TIMEOUT, KVIKIO=0, KVIKIO_TIMEOUT,
-# KVIKIO_MODES, CUDA_DEVICE_MAX_CONNECTIONS (default 32, see below).
+# KVIKIO_MODES; CUDA_DEVICE_MAX_CONNECTIONS is left to the caller (the
+# driver's default, 8, unless set; recorded in machine.txt).
 source "$(dirname "$0")/gpu-build.sh"
 datasets=${1:?usage: gpu-sweep.sh DATASETS [CACHES] [SCALE]}
 caches=${2:-cold}
 scale=${3:-1}
 exec > >(tee -a "$OUT/sweep.log") 2>&1
 data=/var/tmp/opends-bench-data
-
-# Stream-ordered legs can hang with the driver's default 8 hardware queues
-# (bench/results/2026-11-29-h200-b/NOTES.md, "Known problem"); 32 made them
-# run. Recorded in machine.txt; set CUDA_DEVICE_MAX_CONNECTIONS= to measure
-# the default.
-export CUDA_DEVICE_MAX_CONNECTIONS=${CUDA_DEVICE_MAX_CONNECTIONS-32}
-[ -n "$CUDA_DEVICE_MAX_CONNECTIONS" ] || unset CUDA_DEVICE_MAX_CONNECTIONS
 
 # Baselines first, then one process per backend with its own limit, so a
 # backend that hangs costs its own legs only.

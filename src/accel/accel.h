@@ -53,19 +53,29 @@ struct ods_accel {
 	int (*fence_query)(void *lane, unsigned i);
 	int (*fence_wait)(void *lane, unsigned i);
 
-	/* ---- optional: stream-ordered I/O on the accelerator's own streams.
-	 * NULL: opends_stream_* use the core's host-ordered queues. ----------- */
+	/* ---- optional: stream-ordered I/O on the accelerator's own streams
+	 * (docs/stream-ordering.md). NULL: opends_stream_* use the core's
+	 * host-ordered queues. Each stream_* call below queues one command
+	 * after everything queued on the stream before it: 0, or an OPENDS_*
+	 * code with nothing queued. -------------------------------------------- */
 	int (*stream_create)(void **stream);   /* 0 or an OPENDS_* code */
 	int (*stream_destroy)(void *stream);   /* waits for the stream first */
 	int (*stream_sync)(void *stream);
-	/* When stream reaches this point, call start(arg, token) on a library
-	 * thread (never on the accelerator's callback thread, which may not
-	 * call the accelerator), and hold later work on the stream until
-	 * stream_signal(token) is called (from any thread, once); start must
-	 * lead to that call. 0 or an OPENDS_* code; nothing is queued on
-	 * failure. */
-	int (*stream_enqueue)(void *stream, void (*start)(void *arg, void *token), void *arg);
-	void (*stream_signal)(void *token);
+	/* fn(arg) is called when the stream gets here, on a thread that must
+	 * not call the accelerator, and must return at once; later work on
+	 * the stream does not wait for what it starts. */
+	int (*stream_call)(void *stream, void (*fn)(void *arg), void *arg);
+	/* A gate holds later work on a stream until gate_open (any thread,
+	 * once). gate_get gives a closed one (NULL when out of memory); each
+	 * goes to stream_wait once or back through gate_put. A gate whose
+	 * stream_wait failed is lost: it may still be opened, and is never
+	 * handed out again. */
+	void *(*gate_get)(void);
+	void (*gate_put)(void *gate);
+	int (*stream_wait)(void *stream, void *gate);
+	void (*gate_open)(void *gate);
+	/* a copy between host memory from pinned_alloc and device memory */
+	int (*stream_copy)(void *stream, void *dst, const void *src, size_t n, bool to_device);
 };
 
 /* The host layer in two modes: "host" (every pointer is host memory) and

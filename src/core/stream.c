@@ -1,17 +1,23 @@
 /*
  * Stream-ordered I/O, two ways:
  *  - on the accelerator's own streams, when the layer has stream hooks
- *    (cuda): each operation is enqueued on the caller's stream through
- *    accel->stream_enqueue; when the stream reaches it, the layer calls
- *    astart() on a library thread, which reads the arguments, starts the
- *    I/O on the backend's async engine and, on completion, lets the stream
- *    go on (accel->stream_signal). The submitter never waits.
- *  - on library-owned host queues (host, hostdev): what a stream is when
- *    there is no accelerator stream to order against. Each queue runs its
+ *    (cuda, and hostdev's simulated streams): each operation is a run of
+ *    commands queued on the caller's stream, so that nothing the stream
+ *    waits for depends on device work queued anywhere else
+ *    (docs/stream-ordering.md). A device buffer moves through pinned
+ *    staging in pieces: for a read, a host function starts the file read
+ *    of a piece into a staging slot, a gate holds the stream until it is
+ *    done, and a copy on the stream moves the slot into the buffer; up to
+ *    SLOTS pieces are in flight. A host buffer needs no copies: one host
+ *    function and one gate.
+ *  - on library-owned host queues (host): what a stream is when there is
+ *    no accelerator stream to order against. Each queue runs its
  *    operations one after another on the backend's async engine.
  * Either way the arguments behind the caller's pointers are read when the
  * stream reaches the operation.
  */
+#include <limits.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,9 +75,12 @@ static struct hstream default_stream;
 
 /* ---- accelerator streams ---------------------------------------------- */
 
+#define PIECE ((size_t)4 << 20) /* a staged operation moves in pieces of this */
+#define SLOTS 16u               /* pieces in flight per operation */
+
 static bool accel_streams(void)
 {
-	return ods_drv.accel->stream_enqueue != NULL;
+	return ods_drv.accel->stream_call != NULL;
 }
 
 /* What the library knows of an accelerator stream: whether it made it,
@@ -85,7 +94,7 @@ static pthread_mutex_t astreams_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t astreams_idle = PTHREAD_COND_INITIALIZER;
 static struct astream *astreams;
 static size_t nastreams, astreams_cap;
-static unsigned ainflight; /* operations enqueued and not yet signalled */
+static unsigned ainflight; /* operations enqueued and not yet ended */
 
 /* caller holds astreams_lock; NULL when unknown (add: make an entry) */
 static struct astream *astream_find(void *s, bool add)
@@ -116,45 +125,461 @@ static void astream_trim(struct astream *a)
 		*a = astreams[--nastreams];
 }
 
-struct aop {
-	struct ods_io io;
-	struct sargs a;
-	void *token;
-};
-
-/* The operation is over: publish the result, let the stream go on, and
- * only then count it out (so close cannot tear the layer down under the
- * signal). */
-static void aop_finish(struct aop *op, ssize_t r)
+static void ainflight_add(int d)
 {
-	void *token = op->token;
-	*op->a.result = r;
-	free(op);
-	ods_drv.accel->stream_signal(token);
 	pthread_mutex_lock(&astreams_lock);
-	if (--ainflight == 0)
+	ainflight += d;
+	if (ainflight == 0)
 		pthread_cond_broadcast(&astreams_idle);
 	pthread_mutex_unlock(&astreams_lock);
 }
 
-static void aop_done(struct ods_io *io)
+/* -- the dispatcher: runs what the streams' host functions start. Host
+ * functions run on the accelerator's callback thread, which may neither
+ * call the accelerator nor wait; they only queue a task here. -- */
+
+struct task {
+	struct task *next;
+	void (*run)(struct task *t);
+};
+
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct task *head, *tail;
+	bool started, stop;
+	pthread_t th;
+} D = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, NULL, false, false, 0 };
+
+static void on_stream(void *arg)
 {
-	aop_finish(io->owner, io->result);
+	struct task *t = arg;
+	t->next = NULL;
+	pthread_mutex_lock(&D.lock);
+	if (D.tail)
+		D.tail->next = t;
+	else
+		D.head = t;
+	D.tail = t;
+	pthread_cond_signal(&D.cond);
+	pthread_mutex_unlock(&D.lock);
 }
 
-/* The stream reached the operation (on the layer's dispatcher thread). */
-static void astart(void *arg, void *token)
+static void *dispatcher(void *arg)
 {
-	struct aop *op = arg;
-	op->token = token;
-	if (!sargs_start(&op->a, &op->io)) {
-		aop_finish(op, *op->a.result);
+	(void)arg;
+	const struct ods_accel *acc = ods_drv.accel;
+	bool attached = acc->thread_attach && acc->thread_attach() == 0;
+	pthread_mutex_lock(&D.lock);
+	for (;;) {
+		while (!D.head && !D.stop)
+			pthread_cond_wait(&D.cond, &D.lock);
+		struct task *t = D.head;
+		if (!t)
+			break;
+		D.head = t->next;
+		if (!D.head)
+			D.tail = NULL;
+		pthread_mutex_unlock(&D.lock);
+		t->run(t);
+		pthread_mutex_lock(&D.lock);
+	}
+	pthread_mutex_unlock(&D.lock);
+	if (attached && acc->thread_detach)
+		acc->thread_detach();
+	return NULL;
+}
+
+static int dispatcher_start(void)
+{
+	pthread_mutex_lock(&D.lock);
+	int rc = 0;
+	if (!D.started) {
+		D.stop = false;
+		if (pthread_create(&D.th, NULL, dispatcher, NULL))
+			rc = ods_fail(OPENDS_INTERNAL_ERROR, "could not start the stream dispatcher thread");
+		else
+			D.started = true;
+	}
+	pthread_mutex_unlock(&D.lock);
+	return rc;
+}
+
+static void dispatcher_stop(void)
+{
+	pthread_mutex_lock(&D.lock);
+	bool started = D.started;
+	D.stop = true;
+	pthread_cond_broadcast(&D.cond);
+	pthread_mutex_unlock(&D.lock);
+	if (started)
+		pthread_join(D.th, NULL); /* runs what is queued first */
+	D.started = D.stop = false;
+}
+
+/* -- staging: pinned buffers kept for reuse until the driver closes (an
+ * unregistration may wait for the device, which a held stream can keep
+ * busy). Classes are powers of two from 64 KiB to SLOTS * PIECE. -- */
+
+#define NCLASS 10
+static struct {
+	pthread_mutex_t lock;
+	void *free[NCLASS]; /* linked through each buffer's first word */
+} P = { PTHREAD_MUTEX_INITIALIZER, { NULL } };
+
+static size_t class_size(unsigned c)
+{
+	return (size_t)65536 << c;
+}
+
+static void *stage_get(size_t n, unsigned *cls)
+{
+	unsigned c = 0;
+	while (class_size(c) < n)
+		c++;
+	pthread_mutex_lock(&P.lock);
+	void *p = P.free[c];
+	if (p)
+		P.free[c] = *(void **)p;
+	pthread_mutex_unlock(&P.lock);
+	if (!p)
+		p = ods_drv.accel->pinned_alloc ? ods_drv.accel->pinned_alloc(class_size(c))
+						: ods_aligned_alloc(class_size(c));
+	*cls = c;
+	return p;
+}
+
+static void stage_put(void *p, unsigned c)
+{
+	pthread_mutex_lock(&P.lock);
+	*(void **)p = P.free[c];
+	P.free[c] = p;
+	pthread_mutex_unlock(&P.lock);
+}
+
+static void stage_fini(void)
+{
+	for (unsigned c = 0; c < NCLASS; c++)
+		for (void *p = P.free[c], *n; p; p = n) {
+			n = *(void **)p;
+			if (ods_drv.accel->pinned_free)
+				ods_drv.accel->pinned_free(p, class_size(c));
+			else
+				free(p);
+		}
+	memset(P.free, 0, sizeof(P.free));
+}
+
+/* -- operations -- */
+
+struct aop;
+
+struct piece {
+	struct task t;      /* its host function's task */
+	struct aop *op;
+	unsigned idx;
+	void *gate;         /* holds the stream until the piece is done */
+	size_t len;         /* bytes of the planned range it moves */
+	size_t pre_from;    /* reads: bytes at and past this were copied from
+			       the device into the slot first (past EOF) */
+	unsigned group;      /* pieces its host function starts (first of a group) */
+	struct ods_io io;
+	struct piece *wnext; /* waiting for the general operation */
+};
+
+/* An operation on an accelerator stream. The plan (pieces, copies) is
+ * made at the call from the values behind the pointers then; when the
+ * stream reaches it they are read again. If they differ (or the file got
+ * shorter than planned, or they are now invalid), the operation runs the
+ * general way instead: the backend moves the bytes itself, and each piece
+ * then snapshots the device range into its slot, so the planned copies
+ * write back what is already there ("mirror"). Host buffers have no plan:
+ * always the general way, one piece of no bytes. */
+struct aop {
+	struct sargs a;
+	struct ods_io io;    /* validated when the stream reached it */
+	struct task end;     /* after the last copy: staging back, op freed */
+	char *dev;           /* planned device range */
+	size_t size0;
+	off_t foff0, boff0;
+	size_t valid0;       /* reads: planned bytes inside the file */
+	char *stage;         /* NULL: no plan */
+	unsigned cls;
+	unsigned n, k;       /* pieces; slots */
+	size_t slot;         /* bytes per slot */
+	pthread_mutex_t lock;
+	bool mirror, general_done;
+	struct piece *waiting;
+	ssize_t result;      /* the general operation's */
+	atomic_uint finished;
+	atomic_uint refs;    /* the caller enqueuing it; the stream's end */
+	atomic_llong short_at; /* reads: lowest op offset where data ended */
+	atomic_long err;
+	struct piece p[];
+};
+
+#define PIECE_OF(task) ((struct piece *)((char *)(task) - offsetof(struct piece, t)))
+
+static char *slot_of(struct aop *op, unsigned idx)
+{
+	return op->stage + (size_t)(idx % op->k) * op->slot;
+}
+
+static size_t valid_bytes(struct ods_handle *h, off_t foff, size_t size)
+{
+	off_t fs = ods_handle_size(h);
+	if (fs < 0)
+		return size;
+	if (fs <= foff)
+		return 0;
+	return (uint64_t)(fs - foff) < size ? (size_t)(fs - foff) : size;
+}
+
+/* Drop a reference; the last one ends the operation. */
+static void op_put(struct aop *op)
+{
+	if (atomic_fetch_sub(&op->refs, 1) != 1)
+		return;
+	if (op->stage)
+		stage_put(op->stage, op->cls);
+	pthread_mutex_destroy(&op->lock);
+	free(op);
+	ainflight_add(-1);
+}
+
+/* queued after the last copy: the staging is free again */
+static void op_end(struct task *t)
+{
+	op_put((struct aop *)((char *)t - offsetof(struct aop, end)));
+}
+
+/* A piece is over. Each opens its gate, except the last piece's, which
+ * opens when every piece is over and the result is published. Once a
+ * gate is open the stream may run to the end task and free op. */
+static void piece_finish(struct aop *op, struct piece *pc)
+{
+	unsigned n = op->n; /* op may be gone once the count is bumped */
+	if (pc->idx != n - 1)
+		ods_drv.accel->gate_open(pc->gate);
+	if (atomic_fetch_add(&op->finished, 1) + 1 != n)
+		return;
+	ssize_t r;
+	if (op->mirror)
+		r = op->result;
+	else if ((r = atomic_load(&op->err)) == 0)
+		r = (ssize_t)op->size0 < atomic_load(&op->short_at) ? (ssize_t)op->size0
+								     : (ssize_t)atomic_load(&op->short_at);
+	*op->a.result = r;
+	/* without staging, nothing queued after the gate needs op: this is
+	 * the stream's end of it; with staging, the end task may free op as
+	 * soon as the gate is open */
+	bool staged = op->stage != NULL;
+	ods_drv.accel->gate_open(op->p[op->n - 1].gate);
+	if (!staged)
+		op_put(op);
+}
+
+/* Mirror mode: the general operation is over; the slot gets what the
+ * device range holds now, so the planned copy changes nothing. */
+static void mirror_finish(struct aop *op, struct piece *pc)
+{
+	if (op->stage && op->a.opcode == OPENDS_READ && pc->len)
+		ods_drv.accel->copy_to_host(slot_of(op, pc->idx), op->dev + (size_t)pc->idx * PIECE, pc->len);
+	piece_finish(op, pc);
+}
+
+static void general_done(struct ods_io *io)
+{
+	struct aop *op = io->owner;
+	op->result = io->result;
+	pthread_mutex_lock(&op->lock);
+	op->general_done = true;
+	struct piece *w = op->waiting;
+	op->waiting = NULL;
+	pthread_mutex_unlock(&op->lock);
+	for (struct piece *n; w; w = n) {
+		n = w->wnext;
+		mirror_finish(op, w);
+	}
+}
+
+/* The stream reached the operation: read the arguments, and run the plan
+ * or the general way. */
+static void op_begin(struct aop *op)
+{
+	const struct sargs *a = &op->a;
+	size_t size = *a->size;
+	off_t foff = *a->file_offset, boff = *a->buf_offset;
+	ssize_t r = ods_io_prepare(&op->io, a->opcode, a->fh, a->buf, size, foff, boff);
+	if (op->stage && r == 0 && size == op->size0 && boff == op->boff0 && op->io.mem == ODS_MEM_DEVICE &&
+	    (a->opcode == OPENDS_WRITE || valid_bytes(op->io.fh, foff, size) >= op->valid0))
+		return;
+	op->mirror = true;
+	if (r < 0 || size == 0) {
+		op->result = r;
+		op->general_done = true;
 		return;
 	}
 	op->io.owner = op;
-	op->io.done = aop_done;
-	/* the dispatcher serves every stream: never wait for room here */
+	op->io.done = general_done;
 	ods_io_submit(&op->io, false);
+}
+
+static void note_err(struct aop *op, long e)
+{
+	long z = 0;
+	atomic_compare_exchange_strong(&op->err, &z, e);
+}
+
+static void piece_done(struct ods_io *io)
+{
+	struct piece *pc = io->owner;
+	struct aop *op = pc->op;
+	ssize_t r = io->result;
+	if (r < 0) {
+		note_err(op, (long)r);
+		/* leave the device range as it was: snapshot it */
+		if (op->a.opcode == OPENDS_READ)
+			ods_drv.accel->copy_to_host(slot_of(op, pc->idx), op->dev + (size_t)pc->idx * PIECE, pc->len);
+	} else if ((size_t)r < pc->len && op->a.opcode == OPENDS_READ) {
+		long long at = (long long)pc->idx * (long long)PIECE + r, cur = atomic_load(&op->short_at);
+		while (at < cur && !atomic_compare_exchange_weak(&op->short_at, &cur, at))
+			;
+		/* the file ended before the planned EOF (it shrank meanwhile):
+		 * no stale staging bytes reach the device */
+		if ((size_t)r < pc->pre_from)
+			memset(slot_of(op, pc->idx) + r, 0, pc->pre_from - (size_t)r);
+	}
+	piece_finish(op, pc);
+}
+
+/* Start one piece (on the dispatcher). */
+static void piece_start(struct aop *op, struct piece *pc)
+{
+	if (op->mirror) {
+		pthread_mutex_lock(&op->lock);
+		bool done = op->general_done;
+		if (!done) {
+			pc->wnext = op->waiting;
+			op->waiting = pc;
+		}
+		pthread_mutex_unlock(&op->lock);
+		if (done)
+			mirror_finish(op, pc);
+		return;
+	}
+	size_t at = (size_t)pc->idx * PIECE;
+	bool read = op->a.opcode == OPENDS_READ;
+	if (atomic_load(&op->err) || (read && (long long)at >= atomic_load(&op->short_at))) {
+		if (read && atomic_load(&op->err))
+			ods_drv.accel->copy_to_host(slot_of(op, pc->idx), op->dev + at, pc->len);
+		else if (read)
+			memset(slot_of(op, pc->idx), 0, pc->pre_from);
+		piece_finish(op, pc);
+		return;
+	}
+	struct ods_io *io = &pc->io;
+	memset(io, 0, sizeof(*io));
+	io->fh = op->io.fh;
+	io->buf = slot_of(op, pc->idx);
+	io->size = pc->len;
+	io->off = op->io.off + (off_t)at;
+	io->opcode = op->io.opcode;
+	io->mem = ODS_MEM_HOST;
+	io->owner = pc;
+	io->done = piece_done;
+	/* the dispatcher serves every stream: never wait for room here */
+	ods_io_submit(io, false);
+}
+
+/* The stream reached a group's host function: start its pieces. Once the
+ * last one is started, op may be gone. */
+static void group_run(struct task *t)
+{
+	struct piece *first = PIECE_OF(t);
+	struct aop *op = first->op;
+	unsigned i = first->idx, end = i + first->group;
+	if (i == 0)
+		op_begin(op);
+	for (; i < end; i++)
+		piece_start(op, &op->p[i]);
+}
+
+/* Queue the start of pieces [from, to): for each, its gate and, for a
+ * read, the copy of the part past EOF from the device into its slot, for
+ * a write, the copy of the piece; then one host function for them all.
+ * One host function per group, not per piece: each holds the stream for
+ * a round trip to the host between two copies. */
+static int queue_group(struct aop *op, void *stream, unsigned from, unsigned to, bool *queued)
+{
+	const struct ods_accel *acc = ods_drv.accel;
+	int rc = 0;
+	unsigned i;
+	for (i = from; i < to && !rc; i++) {
+		struct piece *pc = &op->p[i];
+		pc->gate = acc->gate_get();
+		if (!pc->gate) {
+			rc = ods_fail(OPENDS_NOMEM_ERROR, "out of memory for a stream gate");
+			break;
+		}
+		char *dev = op->dev + (size_t)i * PIECE;
+		if (op->stage && op->a.opcode == OPENDS_READ && pc->pre_from < pc->len)
+			rc = acc->stream_copy(stream, slot_of(op, i) + pc->pre_from, dev + pc->pre_from,
+					      pc->len - pc->pre_from, false);
+		else if (op->stage && op->a.opcode == OPENDS_WRITE)
+			rc = acc->stream_copy(stream, slot_of(op, i), dev, pc->len, false);
+		if (rc) {
+			acc->gate_put(pc->gate);
+			pc->gate = NULL;
+		} else if (op->stage) {
+			*queued = true;
+		}
+	}
+	if (!rc) {
+		op->p[from].group = to - from;
+		rc = acc->stream_call(stream, on_stream, &op->p[from].t);
+	}
+	if (rc) {
+		/* the gates of this group were never waited for */
+		for (unsigned k = from; k < i; k++)
+			if (op->p[k].gate)
+				acc->gate_put(op->p[k].gate), op->p[k].gate = NULL;
+		return rc;
+	}
+	*queued = true;
+	return 0;
+}
+
+/* Queue the whole operation. 0, or the first failure; *queued says
+ * whether anything reached the stream before it. A piece starts once the
+ * slot it reuses is free: after the copy (read) or the wait (write) of
+ * the piece SLOTS before it. Starts are grouped by half the slots. */
+static int queue_op(struct aop *op, void *stream, bool *queued)
+{
+	const struct ods_accel *acc = ods_drv.accel;
+	bool read = op->a.opcode == OPENDS_READ;
+	unsigned group = op->k / 2 ? op->k / 2 : 1;
+	int rc;
+	*queued = false;
+	if ((rc = queue_group(op, stream, 0, op->k, queued)))
+		return rc;
+	unsigned started = op->k;
+	for (unsigned i = 0; i < op->n; i++) {
+		if ((rc = acc->stream_wait(stream, op->p[i].gate)))
+			return rc;
+		if (op->stage && read &&
+		    (rc = acc->stream_copy(stream, op->dev + (size_t)i * PIECE, slot_of(op, i), op->p[i].len, true)))
+			return rc;
+		unsigned can = i + 1 + op->k < op->n ? i + 1 + op->k : op->n;
+		if (can > started && (can - started >= group || can == op->n)) {
+			if ((rc = queue_group(op, stream, started, can, queued)))
+				return rc;
+			started = can;
+		}
+	}
+	if (op->stage)
+		rc = acc->stream_call(stream, on_stream, &op->end);
+	return rc;
 }
 
 static opends_error_t aenqueue(const char *fn, const struct sargs *a, opends_stream_t stream)
@@ -166,22 +591,75 @@ static opends_error_t aenqueue(const char *fn, const struct sargs *a, opends_str
 						    "captured at opends_driver_open", fn),
 				       0);
 	}
-	struct aop *op = calloc(1, sizeof(*op));
+	/* the plan, from the values now */
+	struct ods_io io;
+	size_t size = *a->size;
+	bool plan = ods_io_prepare(&io, a->opcode, a->fh, a->buf, size, *a->file_offset, *a->buf_offset) == 0 &&
+		    size > 0 && io.mem == ODS_MEM_DEVICE;
+	size_t n = plan ? (size + PIECE - 1) / PIECE : 1;
+	if (n > UINT_MAX / 2 || n > (SIZE_MAX - sizeof(struct aop)) / sizeof(struct piece))
+		plan = false, n = 1; /* beyond any memory: let the general way say so */
+	struct aop *op = calloc(1, sizeof(*op) + n * sizeof(struct piece));
 	if (!op)
 		return ods_err(ods_fail(OPENDS_NOMEM_ERROR, "%s: out of memory", fn), ENOMEM);
 	op->a = *a;
-	pthread_mutex_lock(&astreams_lock);
-	ainflight++;
-	pthread_mutex_unlock(&astreams_lock);
-	int rc = ods_drv.accel->stream_enqueue(stream, astart, op);
+	op->n = (unsigned)n;
+	op->k = op->n < SLOTS ? op->n : SLOTS;
+	op->end.run = op_end;
+	pthread_mutex_init(&op->lock, NULL);
+	atomic_init(&op->refs, 2);
+	atomic_init(&op->short_at, LLONG_MAX);
+	if (plan) {
+		op->dev = io.buf;
+		op->size0 = size;
+		op->foff0 = *a->file_offset;
+		op->boff0 = *a->buf_offset;
+		op->valid0 = a->opcode == OPENDS_READ ? valid_bytes(io.fh, op->foff0, size) : size;
+		op->slot = ((size < PIECE ? size : PIECE) + ODS_ALIGN - 1) & ~(size_t)(ODS_ALIGN - 1);
+		op->stage = stage_get(op->slot * op->k, &op->cls);
+		if (!op->stage) {
+			free(op);
+			return ods_err(ods_fail(OPENDS_NOMEM_ERROR, "%s: out of pinned memory for staging", fn),
+				       ENOMEM);
+		}
+	}
+	for (unsigned i = 0; i < op->n; i++) {
+		struct piece *pc = &op->p[i];
+		pc->t.run = group_run;
+		pc->op = op;
+		pc->idx = i;
+		pc->len = plan ? (i + 1 < op->n ? PIECE : size - (size_t)i * PIECE) : 0;
+		size_t at = (size_t)i * PIECE;
+		pc->pre_from = op->valid0 <= at ? 0 : op->valid0 - at < pc->len ? op->valid0 - at : pc->len;
+	}
+	int rc = dispatcher_start();
 	if (rc) {
+		if (op->stage)
+			stage_put(op->stage, op->cls);
 		free(op);
-		pthread_mutex_lock(&astreams_lock);
-		if (--ainflight == 0)
-			pthread_cond_broadcast(&astreams_idle);
-		pthread_mutex_unlock(&astreams_lock);
 		return ods_err(rc, 0);
 	}
+	ainflight_add(1);
+	bool queued;
+	rc = queue_op(op, stream, &queued);
+	if (rc && !queued) {
+		if (op->stage)
+			stage_put(op->stage, op->cls);
+		pthread_mutex_destroy(&op->lock);
+		free(op);
+		ainflight_add(-1);
+		return ods_err(rc, 0);
+	}
+	if (rc) {
+		/* Part of the operation reached the stream and the rest could
+		 * not (the accelerator failed under us). What is queued may
+		 * still run and use op and its staging: both are left to it
+		 * (this reference is kept, so they are never freed), and the
+		 * operation is no longer waited for. */
+		ainflight_add(-1);
+		return ods_err(rc, 0);
+	}
+	op_put(op);
 	return ods_ok();
 }
 
@@ -197,6 +675,8 @@ static void astreams_fini(void)
 	astreams = NULL;
 	nastreams = astreams_cap = 0;
 	pthread_mutex_unlock(&astreams_lock);
+	dispatcher_stop();
+	stage_fini();
 }
 
 static void hstream_init(struct hstream *s)

@@ -10,7 +10,8 @@
  * memory checked with pread; async and batch reads; stream reads followed
  * on the same stream, without a host sync, by a device-to-host copy that
  * must see the new bytes; deferred evaluation (a host function enqueued
- * before the read sets *size); and the context rule (a second context
+ * before the read sets *size); 64 streams with reads in flight at once
+ * (more than the hardware queues); and the context rule (a second context
  * current -> OPENDS_CONTEXT_MISMATCH).
  */
 #include <cuda.h>
@@ -270,6 +271,48 @@ static void streams(const char *path)
 	close(fd);
 }
 
+/* More streams than the driver has hardware queues (8 by default), each
+ * with reads in flight: every stream's wait for its own I/O shares a queue
+ * with other streams' work. Before the copies moved onto the caller's
+ * stream, this hung (docs/stream-ordering.md); the watchdog catches a
+ * hang. */
+static void many_streams(const char *path)
+{
+	t_phase = "64 streams with reads in flight";
+	enum { NS = 64, PER = 3 };
+	const size_t L = 100 * T_KiB + 17;
+	int fd = open(path, O_RDONLY);
+	CHECK(fd >= 0);
+	opends_handle_t fh;
+	OK(opends_handle_register(&fh, fd));
+	opends_stream_t st[NS];
+	static struct sargs o[NS][PER];
+	for (int i = 0; i < NS; i++)
+		OK(opends_stream_create(&st[i]));
+	CU(p_cuMemsetD8(dev, 0, (size_t)NS * PER * L));
+	CU(p_cuCtxSynchronize());
+	for (int j = 0; j < PER; j++)
+		for (int i = 0; i < NS; i++) {
+			size_t k = (size_t)i * PER + (size_t)j;
+			o[i][j] = (struct sargs){ L, (off_t)(k * 65537 % (fsize - L)), (off_t)(k * L), -1 };
+			OK(opends_stream_read(fh, (void *)(uintptr_t)dev, &o[i][j].size, &o[i][j].foff, &o[i][j].boff,
+					      &o[i][j].res, st[i]));
+		}
+	for (int i = 0; i < NS; i++)
+		OK(opends_stream_synchronize(st[i]));
+	CU(p_cuMemcpyDtoH(host, dev, (size_t)NS * PER * L));
+	for (int i = 0; i < NS; i++) {
+		for (int j = 0; j < PER; j++) {
+			size_t k = (size_t)i * PER + (size_t)j;
+			CHECKF(o[i][j].res == (ssize_t)L, "stream %d op %d: bytes_read %zd", i, j, o[i][j].res);
+			VERIFY(host + k * L, oracle + o[i][j].foff, L, "stream %d op %d", i, j);
+		}
+		OK(opends_stream_destroy(st[i]));
+	}
+	OK(opends_handle_deregister(fh));
+	close(fd);
+}
+
 /* ---- the context rule ------------------------------------------------------ */
 
 static void context_mismatch(opends_handle_t fh)
@@ -335,6 +378,7 @@ int main(void)
 	writes(wpath, false);
 	writes(wpath, true);
 	streams(path);
+	many_streams(path);
 
 	CU(p_cuMemFree(dev));
 	OK(opends_driver_close());

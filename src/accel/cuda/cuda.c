@@ -9,14 +9,12 @@
  * used. Library threads (I/O workers, the stream dispatcher) make it
  * current; a caller's thread must have it or no context current.
  *
- * Streams: an operation enqueued on a caller's stream is three stream
- * items: a host function that only hands the operation to the dispatcher
- * thread (host functions may not call CUDA, and the dispatcher's start
- * does: pointer classification, copies), a wait until a 32-bit flag in
- * mapped pinned memory becomes 1 (written by the host when the I/O has
- * completed, copies included), and a write of a second flag that tells the
- * host the stream is past the wait, so the flag pair can be reused. The
- * submitting thread never waits for the stream.
+ * Streams: the core builds each stream operation from commands queued on
+ * the caller's stream (src/core/stream.c): host functions
+ * (cuLaunchHostFunc), copies, and gates. A gate is a pair of 32-bit flags
+ * in mapped pinned memory: the stream waits until the host writes 1 to the
+ * first (cuStreamWaitValue32), then writes 1 to the second, which tells
+ * the host it is past the wait and the gate can be reused.
  */
 #include <cuda.h>
 #include <dlfcn.h>
@@ -48,23 +46,22 @@
 CU_FNS(DECL)
 #undef DECL
 
-/* stream operation records: a flag pair in mapped pinned memory */
-struct srec {
-	volatile uint32_t *go;      /* host writes 1: the operation is done */
+/* gates: a flag pair in mapped pinned memory */
+struct gate {
+	volatile uint32_t *go;      /* host writes 1: the stream may go on */
 	volatile uint32_t *passed;  /* stream writes 1: it is past the wait */
 	CUdeviceptr go_dev, passed_dev;
-	void (*start)(void *arg, void *token);
-	void *arg;
-	struct srec *next;          /* free list, dispatch queue */
+	struct gate *next;          /* free list */
 	bool in_use;
+	bool lost;                  /* its wait could not be queued: never reused */
 };
 
-#define REC_BLOCK 256
+#define GATE_BLOCK 256
 #define SYNC_STREAMS 8
-struct rblock {
-	struct rblock *next;
-	uint32_t *flags; /* 2 per record, cuMemHostAlloc'ed */
-	struct srec rec[REC_BLOCK];
+struct gblock {
+	struct gblock *next;
+	uint32_t *flags; /* 2 per gate, cuMemHostAlloc'ed */
+	struct gate g[GATE_BLOCK];
 };
 
 static struct {
@@ -73,15 +70,9 @@ static struct {
 	CUdevice dev;
 	bool own_primary;
 
-	pthread_mutex_t lock;  /* records, dispatcher start; held across CUDA calls */
-	pthread_mutex_t qlock; /* the dispatch queue only: host functions take it,
-				  and must never wait behind a CUDA call */
-	pthread_cond_t cond;
-	struct rblock *blocks;
-	struct srec *free_recs;
-	struct srec *q_head, *q_tail;
-	bool disp_started, disp_stop;
-	pthread_t disp;
+	pthread_mutex_t lock;  /* gates; held across CUDA calls */
+	struct gblock *blocks;
+	struct gate *free_gates;
 
 	pthread_mutex_t sync_lock[SYNC_STREAMS]; /* synchronous copies (sync_copy) */
 	CUstream sync_stream[SYNC_STREAMS];
@@ -162,34 +153,26 @@ static int cuda_open(const struct ods_config *cfg, char *why, size_t why_len)
 		C.own_primary = true;
 	}
 	pthread_mutex_init(&C.lock, NULL);
-	pthread_mutex_init(&C.qlock, NULL);
 	for (int i = 0; i < SYNC_STREAMS; i++)
 		pthread_mutex_init(&C.sync_lock[i], NULL);
-	pthread_cond_init(&C.cond, NULL);
 	return 0;
 }
 
 static void cuda_close(void)
 {
-	pthread_mutex_lock(&C.qlock);
-	C.disp_stop = true;
-	pthread_cond_broadcast(&C.cond);
-	pthread_mutex_unlock(&C.qlock);
-	if (C.disp_started)
-		pthread_join(C.disp, NULL);
-	/* Every operation has been signalled (the core drained streams); a
-	 * stream may still be about to read its flag. Free a block only once
-	 * each of its records is past its wait; one whose stream never gets
-	 * there (a caller's stream held forever) is leaked, not freed under
-	 * the GPU. */
+	/* Every operation has ended (the core drained streams); a stream may
+	 * still be about to read a flag. Free a block only once each of its
+	 * gates is past its wait; one whose stream never gets there (a
+	 * caller's stream held forever) is leaked, not freed under the GPU. */
 	bool pushed = enter();
-	for (struct rblock *b = C.blocks, *n; b; b = n) {
+	for (struct gblock *b = C.blocks, *n; b; b = n) {
 		n = b->next;
 		bool busy = true;
 		for (int tries = 0; busy && tries < 10000; tries++) {
 			busy = false;
-			for (int i = 0; i < REC_BLOCK; i++)
-				if (b->rec[i].in_use && !__atomic_load_n(b->rec[i].passed, __ATOMIC_ACQUIRE))
+			for (int i = 0; i < GATE_BLOCK; i++)
+				if (b->g[i].in_use && !b->g[i].lost &&
+				    !__atomic_load_n(b->g[i].passed, __ATOMIC_ACQUIRE))
 					busy = true;
 			if (busy)
 				usleep(1000);
@@ -207,8 +190,6 @@ static void cuda_close(void)
 	leave(pushed);
 	if (C.own_primary)
 		p_cuDevicePrimaryCtxRelease(C.dev);
-	pthread_cond_destroy(&C.cond);
-	pthread_mutex_destroy(&C.qlock);
 	pthread_mutex_destroy(&C.lock);
 	unload();
 }
@@ -415,155 +396,129 @@ static int cuda_fence_wait(void *lane, unsigned i)
 
 /* ---- stream-ordered operations -------------------------------------------- */
 
-static void *dispatcher(void *arg)
+static int cuda_stream_call(void *stream, void (*fn)(void *arg), void *arg)
 {
-	(void)arg;
-	p_cuCtxSetCurrent(C.ctx);
-	pthread_mutex_lock(&C.qlock);
-	for (;;) {
-		while (!C.q_head && !C.disp_stop)
-			pthread_cond_wait(&C.cond, &C.qlock);
-		struct srec *r = C.q_head;
-		if (!r)
-			break;
-		C.q_head = r->next;
-		if (!C.q_head)
-			C.q_tail = NULL;
-		pthread_mutex_unlock(&C.qlock);
-		r->start(r->arg, r);
-		pthread_mutex_lock(&C.qlock);
-	}
-	pthread_mutex_unlock(&C.qlock);
-	p_cuCtxSetCurrent(NULL);
-	return NULL;
-}
-
-/* The stream reached the operation: hand it over, nothing else (no CUDA
- * calls are allowed here). */
-static void CUDA_CB host_fn(void *p)
-{
-	struct srec *r = p;
-	pthread_mutex_lock(&C.qlock);
-	r->next = NULL;
-	if (C.q_tail)
-		C.q_tail->next = r;
-	else
-		C.q_head = r;
-	C.q_tail = r;
-	pthread_cond_signal(&C.cond);
-	pthread_mutex_unlock(&C.qlock);
+	bool pushed = enter();
+	CUresult r = p_cuLaunchHostFunc((CUstream)stream, fn, arg);
+	leave(pushed);
+	return r == CUDA_SUCCESS ? 0 : cu_fail(r, "cuLaunchHostFunc");
 }
 
 /* caller holds C.lock */
-static struct srec *rec_get(void)
+static struct gate *gate_take(void)
 {
-	if (!C.free_recs) {
-		/* take back records whose stream is past their wait */
-		for (struct rblock *b = C.blocks; b; b = b->next)
-			for (int i = 0; i < REC_BLOCK; i++) {
-				struct srec *r = &b->rec[i];
-				if (r->in_use && __atomic_load_n(r->passed, __ATOMIC_ACQUIRE)) {
-					r->in_use = false;
-					r->next = C.free_recs;
-					C.free_recs = r;
+	if (!C.free_gates) {
+		/* take back gates whose stream is past their wait */
+		for (struct gblock *b = C.blocks; b; b = b->next)
+			for (int i = 0; i < GATE_BLOCK; i++) {
+				struct gate *g = &b->g[i];
+				if (g->in_use && !g->lost && __atomic_load_n(g->passed, __ATOMIC_ACQUIRE)) {
+					g->in_use = false;
+					g->next = C.free_gates;
+					C.free_gates = g;
 				}
 			}
 	}
-	if (!C.free_recs) {
-		struct rblock *b = calloc(1, sizeof(*b));
+	if (!C.free_gates) {
+		struct gblock *b = calloc(1, sizeof(*b));
 		if (!b)
 			return NULL;
 		void *f = NULL;
-		CUresult res = p_cuMemHostAlloc(&f, 2 * REC_BLOCK * sizeof(uint32_t),
+		bool pushed = enter();
+		CUresult res = p_cuMemHostAlloc(&f, 2 * GATE_BLOCK * sizeof(uint32_t),
 						CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE);
 		CUdeviceptr d = 0;
 		if (res == CUDA_SUCCESS)
 			res = p_cuMemHostGetDevicePointer(&d, f, 0);
 		if (res != CUDA_SUCCESS) {
-			cu_fail(res, "cuMemHostAlloc of stream flags");
+			cu_fail(res, "cuMemHostAlloc of stream gates");
 			if (f)
 				p_cuMemFreeHost(f);
+			leave(pushed);
 			free(b);
 			return NULL;
 		}
+		leave(pushed);
 		b->flags = f;
-		for (int i = 0; i < REC_BLOCK; i++) {
-			struct srec *r = &b->rec[i];
-			r->go = &b->flags[2 * i];
-			r->passed = &b->flags[2 * i + 1];
-			r->go_dev = d + (CUdeviceptr)(2 * i) * sizeof(uint32_t);
-			r->passed_dev = r->go_dev + sizeof(uint32_t);
-			r->next = C.free_recs;
-			C.free_recs = r;
+		for (int i = 0; i < GATE_BLOCK; i++) {
+			struct gate *g = &b->g[i];
+			g->go = &b->flags[2 * i];
+			g->passed = &b->flags[2 * i + 1];
+			g->go_dev = d + (CUdeviceptr)(2 * i) * sizeof(uint32_t);
+			g->passed_dev = g->go_dev + sizeof(uint32_t);
+			g->next = C.free_gates;
+			C.free_gates = g;
 		}
 		b->next = C.blocks;
 		C.blocks = b;
 	}
-	struct srec *r = C.free_recs;
-	C.free_recs = r->next;
-	r->in_use = true;
-	*r->go = 0;
-	*r->passed = 0;
-	return r;
+	struct gate *g = C.free_gates;
+	C.free_gates = g->next;
+	g->in_use = true;
+	g->lost = false;
+	*g->go = 0;
+	*g->passed = 0;
+	return g;
 }
 
-static int cuda_stream_enqueue(void *stream, void (*start)(void *arg, void *token), void *arg)
+static void *cuda_gate_get(void)
 {
-	CUstream s = stream;
-	bool pushed = enter();
 	pthread_mutex_lock(&C.lock);
-	int rc = 0;
-	if (!C.disp_started) {
-		if (pthread_create(&C.disp, NULL, dispatcher, NULL)) {
-			pthread_mutex_unlock(&C.lock);
-			leave(pushed);
-			return ods_fail(OPENDS_INTERNAL_ERROR, "cuda: could not start the stream dispatcher thread");
-		}
-		C.disp_started = true;
-	}
-	struct srec *r = rec_get();
+	struct gate *g = gate_take();
 	pthread_mutex_unlock(&C.lock);
-	if (!r) {
-		leave(pushed);
-		return ods_fail(OPENDS_NOMEM_ERROR, "cuda: out of memory for stream operation records");
-	}
-	r->start = start;
-	r->arg = arg;
-	/* the flags were zeroed by plain stores; order them before the stream
+	/* the flags were zeroed by plain stores; order them before a stream
 	 * can read them */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	CUresult res = p_cuLaunchHostFunc(s, host_fn, r);
-	if (res != CUDA_SUCCESS) {
-		pthread_mutex_lock(&C.lock);
-		r->in_use = false;
-		r->next = C.free_recs;
-		C.free_recs = r;
-		pthread_mutex_unlock(&C.lock);
-		rc = cu_fail(res, "cuLaunchHostFunc");
+	return g;
+}
+
+static void cuda_gate_put(void *gate)
+{
+	struct gate *g = gate;
+	pthread_mutex_lock(&C.lock);
+	g->in_use = false;
+	g->next = C.free_gates;
+	C.free_gates = g;
+	pthread_mutex_unlock(&C.lock);
+}
+
+static int cuda_stream_wait(void *stream, void *gate)
+{
+	struct gate *g = gate;
+	CUstream s = stream;
+	bool pushed = enter();
+	CUresult r = p_cuStreamWaitValue32(s, g->go_dev, 1, CU_STREAM_WAIT_VALUE_EQ);
+	if (r != CUDA_SUCCESS) {
 		leave(pushed);
-		return rc;
+		g->lost = true;
+		return cu_fail(r, "cuStreamWaitValue32");
 	}
-	/* Past this point the operation will run. These two only fail when
-	 * the context is unusable, which the launch above would have shown;
-	 * should they fail anyway, the operation still runs and completes,
-	 * only later stream work is no longer held for it. */
-	res = p_cuStreamWaitValue32(s, r->go_dev, 1, CU_STREAM_WAIT_VALUE_EQ);
-	if (res == CUDA_SUCCESS)
-		res = p_cuStreamWriteValue32(s, r->passed_dev, 1, CU_STREAM_WRITE_VALUE_DEFAULT);
-	if (res != CUDA_SUCCESS) {
-		cu_fail(res, "cuStreamWaitValue32/cuStreamWriteValue32");
-		__atomic_store_n(r->passed, 1, __ATOMIC_RELEASE); /* nothing will read the flags */
-	}
+	r = p_cuStreamWriteValue32(s, g->passed_dev, 1, CU_STREAM_WRITE_VALUE_DEFAULT);
 	leave(pushed);
+	if (r != CUDA_SUCCESS) {
+		/* the wait is queued and holds the stream until the gate opens;
+		 * only the reuse signal is missing, so the gate is never reused */
+		g->lost = true;
+		return cu_fail(r, "cuStreamWriteValue32");
+	}
 	return 0;
 }
 
-static void cuda_stream_signal(void *token)
+static void cuda_gate_open(void *gate)
 {
-	struct srec *r = token;
-	/* everything the operation wrote (its result included) is visible
+	struct gate *g = gate;
+	/* everything the host wrote before (results, staging) is visible
 	 * before the stream can move on */
-	__atomic_store_n(r->go, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(g->go, 1, __ATOMIC_RELEASE);
+}
+
+static int cuda_stream_copy(void *stream, void *dst, const void *src, size_t n, bool to_device)
+{
+	bool pushed = enter();
+	CUresult r = to_device ? p_cuMemcpyHtoDAsync((CUdeviceptr)(uintptr_t)dst, src, n, (CUstream)stream)
+			       : p_cuMemcpyDtoHAsync(dst, (CUdeviceptr)(uintptr_t)src, n, (CUstream)stream);
+	leave(pushed);
+	return r == CUDA_SUCCESS ? 0 : cu_fail(r, to_device ? "cuMemcpyHtoDAsync" : "cuMemcpyDtoHAsync");
 }
 
 static int cuda_stream_create(void **stream)
@@ -620,6 +575,10 @@ const struct ods_accel ods_accel_cuda = {
 	.stream_create = cuda_stream_create,
 	.stream_destroy = cuda_stream_destroy,
 	.stream_sync = cuda_stream_sync,
-	.stream_enqueue = cuda_stream_enqueue,
-	.stream_signal = cuda_stream_signal,
+	.stream_call = cuda_stream_call,
+	.gate_get = cuda_gate_get,
+	.gate_put = cuda_gate_put,
+	.stream_wait = cuda_stream_wait,
+	.gate_open = cuda_gate_open,
+	.stream_copy = cuda_stream_copy,
 };
