@@ -3,7 +3,9 @@
 # suite, and a short measurement: bench/gpubench.c (4 GiB into GPU memory
 # from /dev/shm and ext4, cold and hot, with the ceilings, and 4 KiB read
 # latency) plus the cuFile drop-in against NVIDIA's libcufile. Logs go under
-# $OUT. Set CPU_SUITE=1 to also run the CPU suite there.
+# $OUT. Set CPU_SUITE=1 to also run the CPU suite there, GPUBENCH=0 to skip
+# gpubench, DROPIN_MIB to change the drop-in's file size (default 8192:
+# long enough that thread start and first calls do not weigh).
 source "$(dirname "$0")/gpu-build.sh"
 exec > >(tee -a "$OUT/gpu-run.log") 2>&1
 
@@ -21,6 +23,7 @@ if [ "${CPU_SUITE:-0}" = 1 ]; then
 	grep -E "^Ok:|^Fail:|^Skipped:|^Timeout:| FAIL | TIMEOUT " "$OUT/test-cpu.log"
 fi
 
+if [ "${GPUBENCH:-1}" = 1 ]; then
 step "gpubench"
 gcc -std=c11 -O2 -Wall -Wextra -D_GNU_SOURCE -Iinclude -I/usr/local/cuda/include bench/gpubench.c \
 	-o build-gpu/gpubench -Lbuild-gpu/src -lopends -ldl -lpthread || exit 1
@@ -28,16 +31,18 @@ mkdir -p /var/tmp/gpubench
 GPUBENCH_THREADS=${GPUBENCH_THREADS:-8} timeout "${BENCH_TIMEOUT:-240}" build-gpu/gpubench /dev/shm /var/tmp/gpubench 2>&1 |
 	tee "$OUT/gpubench.log"
 rm -rf /var/tmp/gpubench /dev/shm/gpubench-*.bin
+fi
 
-step "cuFile drop-in vs NVIDIA libcufile (2 GiB, hot and cold, 1 and 8 threads)"
+MIB=${DROPIN_MIB:-8192}
+step "cuFile drop-in vs NVIDIA libcufile ($MIB MiB, hot and cold, 1 and 8 threads)"
 # each line carries the pinned copy ceiling measured in the same process
 F=/var/tmp/cufile-bench.bin
 for m in hot cold; do
 	for t in 1 8; do
 		build-gpu/tests/compat/cufile_dropin_bench --lib=/usr/local/cuda/lib64/libcufile.so.0 --file=$F \
-			--size-mib=2048 --mode=$m --threads=$t 2>&1 | tee -a "$OUT/cufile-dropin.log"
+			--size-mib=$MIB --mode=$m --threads=$t 2>&1 | tee -a "$OUT/cufile-dropin.log"
 		OPENDS_ACCEL=cuda build-gpu/tests/compat/cufile_dropin_bench \
-			--lib=build-gpu/src/compat/cufile/libcufile.so.0 --file=$F --size-mib=2048 --mode=$m --threads=$t 2>&1 |
+			--lib=build-gpu/src/compat/cufile/libcufile.so.0 --file=$F --size-mib=$MIB --mode=$m --threads=$t 2>&1 |
 			tee -a "$OUT/cufile-dropin.log"
 	done
 done
