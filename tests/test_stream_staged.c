@@ -22,8 +22,8 @@
 #define LD(p) __atomic_load_n((p), __ATOMIC_SEQ_CST)
 #define ST(p, v) __atomic_store_n((p), (v), __ATOMIC_SEQ_CST)
 
-/* 71 MiB + a bit: eighteen 4 MiB pieces, more than the 16 slots */
-static const size_t F = 71 * T_MiB + 12345;
+/* 135 MiB + a bit: thirty-four 4 MiB pieces, more than the 32 slots */
+static const size_t F = 135 * T_MiB + 12345;
 static uint8_t *oracle;
 static opends_handle_t fh;
 
@@ -75,7 +75,7 @@ static void past_eof(opends_stream_t s)
 static void big_write(opends_handle_t w, int chk, opends_stream_t s)
 {
 	t_phase = "a write of many pieces";
-	size_t n = 69 * T_MiB + 999;
+	size_t n = 133 * T_MiB + 999;
 	uint8_t *src = t_xmalloc(n + 11);
 	t_fill_seed(src + 11, 4242, n);
 	struct sop a = { n, 4095, 11, SENT };
