@@ -445,6 +445,7 @@ static void leg_end(struct leg_result *res, double c0, uint64_t t0)
  * max_direct_io_size (16 MiB in /etc/cufile.json on the H200): a cuFile
  * program reads a large file as pieces of that size, up to 128 in flight. */
 #define CF_PIECE ((size_t)16 << 20)
+#define CF_STALL_S 20
 
 int cufile_batch_leg(const struct dataset *ds, unsigned conc, char *dest, size_t slot, struct leg_result *res)
 {
@@ -480,6 +481,8 @@ int cufile_batch_leg(const struct dataset *ds, unsigned conc, char *dest, size_t
 	CUfileIOEvents_t *ev = calloc(conc, sizeof(*ev));
 	unsigned *freel = calloc(conc, sizeof(*freel)), nfree = conc, k = 0, busy = 0;
 	size_t koff = 0; /* next piece of file k */
+	uint64_t last = st_now_ns();
+	bool abandoned = false;
 	leg_begin(res, ds, cfg, &c0, &t0);
 	if (!s || !p || !ev || !freel)
 		res->error = -ENOMEM;
@@ -524,10 +527,22 @@ int cufile_batch_leg(const struct dataset *ds, unsigned conc, char *dest, size_t
 		}
 		if (!busy)
 			break;
+		/* NVIDIA's compatibility mode has left entries pending for
+		 * minutes on the H200 (filesize8gib cold, imagenetish hot):
+		 * without progress for CF_STALL_S the leg fails as timed out,
+		 * and the batch is abandoned, not destroyed under I/O. */
 		unsigned nr = conc;
-		e = cf.batch_status(b, 1, &nr, ev, NULL);
+		struct timespec tmo = { 1, 0 };
+		e = cf.batch_status(b, 1, &nr, ev, &tmo);
 		if (e.err) {
 			res->error = -e.err;
+			break;
+		}
+		if (nr)
+			last = st_now_ns();
+		else if (st_now_ns() - last > (uint64_t)CF_STALL_S * 1000000000u) {
+			res->error = -ETIMEDOUT;
+			abandoned = true;
 			break;
 		}
 		for (unsigned j = 0; j < nr; j++) {
@@ -542,6 +557,11 @@ int cufile_batch_leg(const struct dataset *ds, unsigned conc, char *dest, size_t
 		}
 	}
 	leg_end(res, c0, t0);
+	if (abandoned) {
+		fprintf(stderr, "cuFile batch: no completion in %d s with %u entries in flight; leg abandoned\n",
+			CF_STALL_S, busy);
+		return res->error; /* its memory stays with cuFile's threads */
+	}
 	cf.batch_destroy(b);
 	free(s);
 	free(p);
