@@ -76,6 +76,15 @@ struct ods_accel {
 	void (*gate_open)(void *gate);
 	/* a copy between host memory from pinned_alloc and device memory */
 	int (*stream_copy)(void *stream, void *dst, const void *src, size_t n, bool to_device);
+	/* A counter the stream writes and the host reads: how the host
+	 * learns how far a stream got without a host function, which holds
+	 * the stream for a round trip to the host. counter_get gives one at
+	 * 0 (NULL when out of memory); counter_put takes it back once no
+	 * queued stream_mark can still write it. */
+	void *(*counter_get)(void);
+	void (*counter_put)(void *counter);
+	int (*stream_mark)(void *stream, void *counter, uint32_t value);
+	uint32_t (*counter_read)(void *counter);
 };
 
 /* The host layer in two modes: "host" (every pointer is host memory) and

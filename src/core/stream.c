@@ -5,10 +5,12 @@
  *    commands queued on the caller's stream, so that nothing the stream
  *    waits for depends on device work queued anywhere else
  *    (docs/stream-ordering.md). A device buffer moves through pinned
- *    staging in pieces: for a read, a host function starts the file read
- *    of a piece into a staging slot, a gate holds the stream until it is
- *    done, and a copy on the stream moves the slot into the buffer; up to
- *    SLOTS pieces are in flight. A host buffer needs no copies: one host
+ *    staging in pieces: a host function begins the operation and starts
+ *    the file reads of the first pieces into staging slots; for each
+ *    piece a gate holds the stream until it is read, a copy on the stream
+ *    moves it into the buffer, and a counter the stream writes tells the
+ *    dispatcher that the slot is free for a later piece. Up to SLOTS
+ *    pieces are in flight. A host buffer needs no copies: one host
  *    function and one gate.
  *  - on library-owned host queues (host): what a stream is when there is
  *    no accelerator stream to order against. Each queue runs its
@@ -20,6 +22,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ods.h"
 
@@ -134,9 +137,10 @@ static void ainflight_add(int d)
 	pthread_mutex_unlock(&astreams_lock);
 }
 
-/* -- the dispatcher: runs what the streams' host functions start. Host
- * functions run on the accelerator's callback thread, which may neither
- * call the accelerator nor wait; they only queue a task here. -- */
+/* -- the dispatcher: runs what the streams' host functions start, and
+ * watches the counters of staged operations. Host functions run on the
+ * accelerator's callback thread, which may neither call the accelerator
+ * nor wait; they only queue a task here. -- */
 
 struct task {
 	struct task *next;
@@ -165,24 +169,49 @@ static void on_stream(void *arg)
 	pthread_mutex_unlock(&D.lock);
 }
 
+struct aop;
+static struct aop *watch; /* staged operations the dispatcher watches (its own) */
+static bool poll_watch(void);
+
 static void *dispatcher(void *arg)
 {
 	(void)arg;
 	const struct ods_accel *acc = ods_drv.accel;
 	bool attached = acc->thread_attach && acc->thread_attach() == 0;
+	long delay_ns = 0;
 	pthread_mutex_lock(&D.lock);
 	for (;;) {
-		while (!D.head && !D.stop)
+		while (!D.head && !D.stop && !watch)
 			pthread_cond_wait(&D.cond, &D.lock);
 		struct task *t = D.head;
-		if (!t)
-			break;
-		D.head = t->next;
-		if (!D.head)
-			D.tail = NULL;
+		if (t) {
+			D.head = t->next;
+			if (!D.head)
+				D.tail = NULL;
+			pthread_mutex_unlock(&D.lock);
+			t->run(t);
+			pthread_mutex_lock(&D.lock);
+			continue;
+		}
+		if (!watch)
+			break; /* stopping, nothing in flight */
 		pthread_mutex_unlock(&D.lock);
-		t->run(t);
+		bool moved = poll_watch();
 		pthread_mutex_lock(&D.lock);
+		/* While counters move, look again at once; while they do not
+		 * (a stream held elsewhere), back off to half a millisecond. A
+		 * new task wakes the wait early. */
+		delay_ns = moved ? 0 : delay_ns ? (delay_ns * 2 < 500000 ? delay_ns * 2 : 500000) : 10000;
+		if (delay_ns && !D.head) {
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += delay_ns;
+			if (ts.tv_nsec >= 1000000000) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000;
+			}
+			pthread_cond_timedwait(&D.cond, &D.lock, &ts);
+		}
 	}
 	pthread_mutex_unlock(&D.lock);
 	if (attached && acc->thread_detach)
@@ -273,17 +302,13 @@ static void stage_fini(void)
 
 /* -- operations -- */
 
-struct aop;
-
 struct piece {
-	struct task t;      /* its host function's task */
 	struct aop *op;
 	unsigned idx;
 	void *gate;         /* holds the stream until the piece is done */
 	size_t len;         /* bytes of the planned range it moves */
 	size_t pre_from;    /* reads: bytes at and past this were copied from
 			       the device into the slot first (past EOF) */
-	unsigned group;      /* pieces its host function starts (first of a group) */
 	struct ods_io io;
 	struct piece *wnext; /* waiting for the general operation */
 };
@@ -299,7 +324,12 @@ struct piece {
 struct aop {
 	struct sargs a;
 	struct ods_io io;    /* validated when the stream reached it */
-	struct task end;     /* after the last copy: staging back, op freed */
+	struct task begin;   /* its host function's task */
+	void *progress;      /* staged: the stream writes i + 1 after piece i's copy */
+	unsigned seen;       /* the counter as the dispatcher last read it */
+	unsigned started;    /* pieces started */
+	struct aop *wnext;   /* the dispatcher's watch list */
+	atomic_bool detached; /* could not be queued whole: no longer watched */
 	char *dev;           /* planned device range */
 	size_t size0;
 	off_t foff0, boff0;
@@ -319,7 +349,6 @@ struct aop {
 	struct piece p[];
 };
 
-#define PIECE_OF(task) ((struct piece *)((char *)(task) - offsetof(struct piece, t)))
 
 static char *slot_of(struct aop *op, unsigned idx)
 {
@@ -343,16 +372,13 @@ static void op_put(struct aop *op)
 		return;
 	if (op->stage)
 		stage_put(op->stage, op->cls);
+	if (op->progress)
+		ods_drv.accel->counter_put(op->progress);
 	pthread_mutex_destroy(&op->lock);
 	free(op);
 	ainflight_add(-1);
 }
 
-/* queued after the last copy: the staging is free again */
-static void op_end(struct task *t)
-{
-	op_put((struct aop *)((char *)t - offsetof(struct aop, end)));
-}
 
 /* A piece is over. Each opens its gate, except the last piece's, which
  * opens when every piece is over and the result is published. Once a
@@ -372,8 +398,8 @@ static void piece_finish(struct aop *op, struct piece *pc)
 								     : (ssize_t)atomic_load(&op->short_at);
 	*op->a.result = r;
 	/* without staging, nothing queued after the gate needs op: this is
-	 * the stream's end of it; with staging, the end task may free op as
-	 * soon as the gate is open */
+	 * the stream's end of it; with staging, the dispatcher may free op
+	 * as soon as the gate is open and the last copy is done */
 	bool staged = op->stage != NULL;
 	ods_drv.accel->gate_open(op->p[op->n - 1].gate);
 	if (!staged)
@@ -493,98 +519,125 @@ static void piece_start(struct aop *op, struct piece *pc)
 	ods_io_submit(io, false);
 }
 
-/* The stream reached a group's host function: start its pieces. Once the
- * last one is started, op may be gone. */
-static void group_run(struct task *t)
+/* The stream reached the operation: begin it and start its first
+ * pieces; the dispatcher starts the others as the stream's counter says
+ * their slots are free. */
+static void op_run(struct task *t)
 {
-	struct piece *first = PIECE_OF(t);
-	struct aop *op = first->op;
-	unsigned i = first->idx, end = i + first->group;
-	if (i == 0)
-		op_begin(op);
-	for (; i < end; i++)
+	struct aop *op = (struct aop *)((char *)t - offsetof(struct aop, begin));
+	op_begin(op);
+	bool staged = op->stage != NULL;
+	if (staged) {
+		/* watched from now; freed only by the dispatcher (this thread) */
+		op->wnext = watch;
+		watch = op;
+	}
+	unsigned k = op->k;
+	op->started = k;
+	for (unsigned i = 0; i < k; i++)
 		piece_start(op, &op->p[i]);
+	/* unstaged: op may be gone now */
 }
 
-/* Queue the start of pieces [from, to): for each, its gate and, for a
- * read, the copy of the part past EOF from the device into its slot, for
- * a write, the copy of the piece; then one host function for them all.
- * One host function per group, not per piece: each holds the stream for
- * a round trip to the host between two copies. */
-static int queue_group(struct aop *op, void *stream, unsigned from, unsigned to, bool *queued)
+/* The dispatcher's round over its watch list: start the pieces whose
+ * slots the stream has freed, end the operations it is done with. */
+static bool poll_watch(void)
 {
 	const struct ods_accel *acc = ods_drv.accel;
+	bool moved = false;
+	for (struct aop **pp = &watch; *pp;) {
+		struct aop *op = *pp;
+		if (atomic_load(&op->detached)) {
+			*pp = op->wnext; /* left to what was queued of it */
+			continue;
+		}
+		uint32_t m = acc->counter_read(op->progress);
+		if (m == op->seen) {
+			pp = &op->wnext;
+			continue;
+		}
+		moved = true;
+		op->seen = m;
+		unsigned can = m + op->k < op->n ? m + op->k : op->n;
+		while (op->started < can) {
+			unsigned i = op->started++;
+			piece_start(op, &op->p[i]);
+		}
+		if (m == op->n) {
+			*pp = op->wnext;
+			op_put(op);
+			continue;
+		}
+		pp = &op->wnext;
+	}
+	return moved;
+}
+
+/* Queue what piece i needs before its file I/O starts: its gate and, for
+ * a read, the copy of the part past EOF from the device into its slot; for
+ * a write, the copy of the piece into its slot. */
+static int prep_piece(struct aop *op, void *stream, unsigned i, bool *queued)
+{
+	const struct ods_accel *acc = ods_drv.accel;
+	struct piece *pc = &op->p[i];
+	pc->gate = acc->gate_get();
+	if (!pc->gate)
+		return ods_fail(OPENDS_NOMEM_ERROR, "out of memory for a stream gate");
 	int rc = 0;
-	unsigned i;
-	for (i = from; i < to && !rc; i++) {
-		struct piece *pc = &op->p[i];
-		pc->gate = acc->gate_get();
-		if (!pc->gate) {
-			rc = ods_fail(OPENDS_NOMEM_ERROR, "out of memory for a stream gate");
-			break;
-		}
-		char *dev = op->dev + (size_t)i * PIECE;
-		if (op->stage && op->a.opcode == OPENDS_READ && pc->pre_from < pc->len)
-			rc = acc->stream_copy(stream, slot_of(op, i) + pc->pre_from, dev + pc->pre_from,
-					      pc->len - pc->pre_from, false);
-		else if (op->stage && op->a.opcode == OPENDS_WRITE)
-			rc = acc->stream_copy(stream, slot_of(op, i), dev, pc->len, false);
-		if (rc) {
-			acc->gate_put(pc->gate);
-			pc->gate = NULL;
-		} else if (op->stage) {
-			*queued = true;
-		}
-	}
-	if (!rc) {
-		op->p[from].group = to - from;
-		rc = acc->stream_call(stream, on_stream, &op->p[from].t);
-	}
+	char *dev = op->dev + (size_t)i * PIECE;
+	if (op->stage && op->a.opcode == OPENDS_READ && pc->pre_from < pc->len)
+		rc = acc->stream_copy(stream, slot_of(op, i) + pc->pre_from, dev + pc->pre_from,
+				      pc->len - pc->pre_from, false);
+	else if (op->stage && op->a.opcode == OPENDS_WRITE)
+		rc = acc->stream_copy(stream, slot_of(op, i), dev, pc->len, false);
 	if (rc) {
-		/* the gates of this group were never waited for */
-		for (unsigned k = from; k < i; k++)
-			if (op->p[k].gate)
-				acc->gate_put(op->p[k].gate), op->p[k].gate = NULL;
-		return rc;
+		acc->gate_put(pc->gate);
+		pc->gate = NULL;
+	} else if (op->stage) {
+		*queued = true;
 	}
-	*queued = true;
-	return 0;
+	return rc;
 }
 
 /* Queue the whole operation. 0, or the first failure; *queued says
- * whether anything reached the stream before it. A piece starts once the
- * slot it reuses is free: after the copy (read) or the wait (write) of
- * the piece SLOTS before it. Starts are grouped by a quarter of the
- * slots, so at least three quarters of them stay busy: the stream takes
- * the pieces in order, and a deep queue rides out the ones that come late
- * (16 slots ran hot 8 GiB reads at 30 GB/s on the H200, where the same
- * reads outside streams ran at 42). */
+ * whether anything reached the stream before it. One host function
+ * begins it; after that the stream says how far it got through a counter
+ * (after each piece's copy), not through host functions, each of which
+ * would hold the stream for a round trip to the host. Piece i + SLOTS
+ * reuses piece i's slot: what it needs first is queued after piece i's
+ * copy (read) or wait (write), before the counter says i + 1. */
 static int queue_op(struct aop *op, void *stream, bool *queued)
 {
 	const struct ods_accel *acc = ods_drv.accel;
 	bool read = op->a.opcode == OPENDS_READ;
-	unsigned group = op->k / 4 ? op->k / 4 : 1;
-	int rc;
+	int rc = 0;
+	unsigned i;
 	*queued = false;
-	if ((rc = queue_group(op, stream, 0, op->k, queued)))
+	for (i = 0; i < op->k && !rc; i++)
+		rc = prep_piece(op, stream, i, queued);
+	if (!rc)
+		rc = acc->stream_call(stream, on_stream, &op->begin);
+	if (rc) {
+		for (unsigned j = 0; j < i; j++)
+			if (op->p[j].gate)
+				acc->gate_put(op->p[j].gate), op->p[j].gate = NULL;
 		return rc;
-	unsigned started = op->k;
-	for (unsigned i = 0; i < op->n; i++) {
+	}
+	*queued = true;
+	for (i = 0; i < op->n; i++) {
 		if ((rc = acc->stream_wait(stream, op->p[i].gate)))
 			return rc;
-		if (op->stage && read &&
+		if (!op->stage)
+			continue;
+		if (read &&
 		    (rc = acc->stream_copy(stream, op->dev + (size_t)i * PIECE, slot_of(op, i), op->p[i].len, true)))
 			return rc;
-		unsigned can = i + 1 + op->k < op->n ? i + 1 + op->k : op->n;
-		if (can > started && (can - started >= group || can == op->n)) {
-			if ((rc = queue_group(op, stream, started, can, queued)))
-				return rc;
-			started = can;
-		}
+		if (i + op->k < op->n && (rc = prep_piece(op, stream, i + op->k, queued)))
+			return rc;
+		if ((rc = acc->stream_mark(stream, op->progress, i + 1)))
+			return rc;
 	}
-	if (op->stage)
-		rc = acc->stream_call(stream, on_stream, &op->end);
-	return rc;
+	return 0;
 }
 
 static opends_error_t aenqueue(const char *fn, const struct sargs *a, opends_stream_t stream)
@@ -610,7 +663,7 @@ static opends_error_t aenqueue(const char *fn, const struct sargs *a, opends_str
 	op->a = *a;
 	op->n = (unsigned)n;
 	op->k = op->n < SLOTS ? op->n : SLOTS;
-	op->end.run = op_end;
+	op->begin.run = op_run;
 	pthread_mutex_init(&op->lock, NULL);
 	atomic_init(&op->refs, 2);
 	atomic_init(&op->short_at, LLONG_MAX);
@@ -622,7 +675,10 @@ static opends_error_t aenqueue(const char *fn, const struct sargs *a, opends_str
 		op->valid0 = a->opcode == OPENDS_READ ? valid_bytes(io.fh, op->foff0, size) : size;
 		op->slot = ((size < PIECE ? size : PIECE) + ODS_ALIGN - 1) & ~(size_t)(ODS_ALIGN - 1);
 		op->stage = stage_get(op->slot * op->k, &op->cls);
-		if (!op->stage) {
+		op->progress = op->stage ? ods_drv.accel->counter_get() : NULL;
+		if (!op->progress) {
+			if (op->stage)
+				stage_put(op->stage, op->cls);
 			free(op);
 			return ods_err(ods_fail(OPENDS_NOMEM_ERROR, "%s: out of pinned memory for staging", fn),
 				       ENOMEM);
@@ -630,7 +686,6 @@ static opends_error_t aenqueue(const char *fn, const struct sargs *a, opends_str
 	}
 	for (unsigned i = 0; i < op->n; i++) {
 		struct piece *pc = &op->p[i];
-		pc->t.run = group_run;
 		pc->op = op;
 		pc->idx = i;
 		pc->len = plan ? (i + 1 < op->n ? PIECE : size - (size_t)i * PIECE) : 0;
@@ -650,6 +705,8 @@ static opends_error_t aenqueue(const char *fn, const struct sargs *a, opends_str
 	if (rc && !queued) {
 		if (op->stage)
 			stage_put(op->stage, op->cls);
+		if (op->progress)
+			ods_drv.accel->counter_put(op->progress);
 		pthread_mutex_destroy(&op->lock);
 		free(op);
 		ainflight_add(-1);
@@ -660,7 +717,8 @@ static opends_error_t aenqueue(const char *fn, const struct sargs *a, opends_str
 		 * not (the accelerator failed under us). What is queued may
 		 * still run and use op and its staging: both are left to it
 		 * (this reference is kept, so they are never freed), and the
-		 * operation is no longer waited for. */
+		 * operation is no longer waited for nor watched. */
+		atomic_store(&op->detached, true);
 		ainflight_add(-1);
 		return ods_err(rc, 0);
 	}

@@ -54,6 +54,7 @@ struct gate {
 	struct gate *next;          /* free list */
 	bool in_use;
 	bool lost;                  /* its wait could not be queued: never reused */
+	bool counter;               /* used as a counter: back by counter_put only */
 };
 
 #define GATE_BLOCK 256
@@ -171,7 +172,7 @@ static void cuda_close(void)
 		for (int tries = 0; busy && tries < 10000; tries++) {
 			busy = false;
 			for (int i = 0; i < GATE_BLOCK; i++)
-				if (b->g[i].in_use && !b->g[i].lost &&
+				if (b->g[i].in_use && !b->g[i].lost && !b->g[i].counter &&
 				    !__atomic_load_n(b->g[i].passed, __ATOMIC_ACQUIRE))
 					busy = true;
 			if (busy)
@@ -412,7 +413,8 @@ static struct gate *gate_take(void)
 		for (struct gblock *b = C.blocks; b; b = b->next)
 			for (int i = 0; i < GATE_BLOCK; i++) {
 				struct gate *g = &b->g[i];
-				if (g->in_use && !g->lost && __atomic_load_n(g->passed, __ATOMIC_ACQUIRE)) {
+				if (g->in_use && !g->lost && !g->counter &&
+				    __atomic_load_n(g->passed, __ATOMIC_ACQUIRE)) {
 					g->in_use = false;
 					g->next = C.free_gates;
 					C.free_gates = g;
@@ -456,6 +458,7 @@ static struct gate *gate_take(void)
 	C.free_gates = g->next;
 	g->in_use = true;
 	g->lost = false;
+	g->counter = false;
 	*g->go = 0;
 	*g->passed = 0;
 	return g;
@@ -477,6 +480,7 @@ static void cuda_gate_put(void *gate)
 	struct gate *g = gate;
 	pthread_mutex_lock(&C.lock);
 	g->in_use = false;
+	g->counter = false;
 	g->next = C.free_gates;
 	C.free_gates = g;
 	pthread_mutex_unlock(&C.lock);
@@ -510,6 +514,34 @@ static void cuda_gate_open(void *gate)
 	/* everything the host wrote before (results, staging) is visible
 	 * before the stream can move on */
 	__atomic_store_n(g->go, 1, __ATOMIC_RELEASE);
+}
+
+/* Counters are gates whose second word the stream writes with
+ * stream_mark; flagged, so the scan for passed gates leaves them alone. */
+static void *cuda_counter_get(void)
+{
+	pthread_mutex_lock(&C.lock);
+	struct gate *g = gate_take();
+	if (g)
+		g->counter = true;
+	pthread_mutex_unlock(&C.lock);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return g;
+}
+
+static int cuda_stream_mark(void *stream, void *counter, uint32_t value)
+{
+	struct gate *g = counter;
+	bool pushed = enter();
+	CUresult r = p_cuStreamWriteValue32((CUstream)stream, g->passed_dev, value, CU_STREAM_WRITE_VALUE_DEFAULT);
+	leave(pushed);
+	return r == CUDA_SUCCESS ? 0 : cu_fail(r, "cuStreamWriteValue32");
+}
+
+static uint32_t cuda_counter_read(void *counter)
+{
+	struct gate *g = counter;
+	return __atomic_load_n(g->passed, __ATOMIC_ACQUIRE);
 }
 
 static int cuda_stream_copy(void *stream, void *dst, const void *src, size_t n, bool to_device)
@@ -581,4 +613,8 @@ const struct ods_accel ods_accel_cuda = {
 	.stream_wait = cuda_stream_wait,
 	.gate_open = cuda_gate_open,
 	.stream_copy = cuda_stream_copy,
+	.counter_get = cuda_counter_get,
+	.counter_put = cuda_gate_put,
+	.stream_mark = cuda_stream_mark,
+	.counter_read = cuda_counter_read,
 };

@@ -56,7 +56,7 @@ const struct ods_accel ods_accel_host = {
 
 /* ---- hostdev's simulated streams ----------------------------------------- */
 
-enum { CMD_CALL, CMD_WAIT, CMD_COPY };
+enum { CMD_CALL, CMD_WAIT, CMD_COPY, CMD_MARK };
 
 struct sim_gate {
 	atomic_uint open;
@@ -71,6 +71,8 @@ struct cmd {
 	void *dst;
 	const void *src;
 	size_t n;
+	atomic_uint *counter;
+	uint32_t value;
 };
 
 struct sim_stream {
@@ -112,6 +114,9 @@ static void *sim_main(void *arg)
 				nanosleep(&ts, NULL);
 			}
 			free(c->gate);
+			break;
+		case CMD_MARK:
+			atomic_store_explicit(c->counter, c->value, memory_order_release);
 			break;
 		default:
 			memcpy(c->dst, c->src, c->n);
@@ -297,6 +302,31 @@ static int sim_stream_copy(void *stream, void *dst, const void *src, size_t n, b
 	return sim_push(stream, c);
 }
 
+static void *sim_counter_get(void)
+{
+	return calloc(1, sizeof(atomic_uint));
+}
+
+static void sim_counter_put(void *counter)
+{
+	free(counter);
+}
+
+static int sim_stream_mark(void *stream, void *counter, uint32_t value)
+{
+	struct cmd *c = cmd_new(CMD_MARK);
+	if (!c)
+		return NOMEM();
+	c->counter = counter;
+	c->value = value;
+	return sim_push(stream, c);
+}
+
+static uint32_t sim_counter_read(void *counter)
+{
+	return atomic_load_explicit((atomic_uint *)counter, memory_order_acquire);
+}
+
 /* the core has destroyed the streams it made and drained every operation */
 static void hostdev_close(void)
 {
@@ -330,4 +360,8 @@ const struct ods_accel ods_accel_hostdev = {
 	.stream_wait = sim_stream_wait,
 	.gate_open = sim_gate_open,
 	.stream_copy = sim_stream_copy,
+	.counter_get = sim_counter_get,
+	.counter_put = sim_counter_put,
+	.stream_mark = sim_stream_mark,
+	.counter_read = sim_counter_read,
 };
