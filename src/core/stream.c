@@ -349,7 +349,6 @@ struct aop {
 	struct piece p[];
 };
 
-
 static char *slot_of(struct aop *op, unsigned idx)
 {
 	return op->stage + (size_t)(idx % op->k) * op->slot;
@@ -379,10 +378,10 @@ static void op_put(struct aop *op)
 	ainflight_add(-1);
 }
 
-
 /* A piece is over. Each opens its gate, except the last piece's, which
- * opens when every piece is over and the result is published. Once a
- * gate is open the stream may run to the end task and free op. */
+ * opens when every piece is over and the result is published. Once the
+ * last gate is open the stream may copy the last piece and write the
+ * final count, and the dispatcher may then free op. */
 static void piece_finish(struct aop *op, struct piece *pc)
 {
 	unsigned n = op->n; /* op may be gone once the count is bumped */
@@ -584,17 +583,21 @@ static int prep_piece(struct aop *op, void *stream, unsigned i, bool *queued)
 	if (!pc->gate)
 		return ods_fail(OPENDS_NOMEM_ERROR, "out of memory for a stream gate");
 	int rc = 0;
+	bool copy = false;
 	char *dev = op->dev + (size_t)i * PIECE;
-	if (op->stage && op->a.opcode == OPENDS_READ && pc->pre_from < pc->len)
+	if (op->stage && op->a.opcode == OPENDS_READ && pc->pre_from < pc->len) {
+		copy = true;
 		rc = acc->stream_copy(stream, slot_of(op, i) + pc->pre_from, dev + pc->pre_from,
 				      pc->len - pc->pre_from, false);
-	else if (op->stage && op->a.opcode == OPENDS_WRITE)
+	} else if (op->stage && op->a.opcode == OPENDS_WRITE) {
+		copy = true;
 		rc = acc->stream_copy(stream, slot_of(op, i), dev, pc->len, false);
+	}
 	if (rc) {
 		acc->gate_put(pc->gate);
 		pc->gate = NULL;
-	} else if (op->stage) {
-		*queued = true;
+	} else if (copy) {
+		*queued = true; /* the copy is on the stream: the staging is its */
 	}
 	return rc;
 }
