@@ -364,17 +364,22 @@ static size_t valid_bytes(struct ods_handle *h, off_t foff, size_t size)
 	return (uint64_t)(fs - foff) < size ? (size_t)(fs - foff) : size;
 }
 
-/* Drop a reference; the last one ends the operation. */
-static void op_put(struct aop *op)
+static void op_free(struct aop *op)
 {
-	if (atomic_fetch_sub(&op->refs, 1) != 1)
-		return;
 	if (op->stage)
 		stage_put(op->stage, op->cls);
 	if (op->progress)
 		ods_drv.accel->counter_put(op->progress);
 	pthread_mutex_destroy(&op->lock);
 	free(op);
+}
+
+/* Drop a reference; the last one ends the operation. */
+static void op_put(struct aop *op)
+{
+	if (atomic_fetch_sub(&op->refs, 1) != 1)
+		return;
+	op_free(op);
 	ainflight_add(-1);
 }
 
@@ -652,6 +657,9 @@ static opends_error_t aenqueue(const char *fn, const struct sargs *a, opends_str
 						    "captured at opends_driver_open", fn),
 				       0);
 	}
+	int rc = dispatcher_start();
+	if (rc)
+		return ods_err(rc, 0);
 	/* the plan, from the values now */
 	struct ods_io io;
 	size_t size = *a->size;
@@ -680,9 +688,7 @@ static opends_error_t aenqueue(const char *fn, const struct sargs *a, opends_str
 		op->stage = stage_get(op->slot * op->k, &op->cls);
 		op->progress = op->stage ? ods_drv.accel->counter_get() : NULL;
 		if (!op->progress) {
-			if (op->stage)
-				stage_put(op->stage, op->cls);
-			free(op);
+			op_free(op);
 			return ods_err(ods_fail(OPENDS_NOMEM_ERROR, "%s: out of pinned memory for staging", fn),
 				       ENOMEM);
 		}
@@ -695,24 +701,12 @@ static opends_error_t aenqueue(const char *fn, const struct sargs *a, opends_str
 		size_t at = (size_t)i * PIECE;
 		pc->pre_from = op->valid0 <= at ? 0 : op->valid0 - at < pc->len ? op->valid0 - at : pc->len;
 	}
-	int rc = dispatcher_start();
-	if (rc) {
-		if (op->stage)
-			stage_put(op->stage, op->cls);
-		free(op);
-		return ods_err(rc, 0);
-	}
 	ainflight_add(1);
 	bool queued;
 	rc = queue_op(op, stream, &queued);
 	if (rc && !queued) {
-		if (op->stage)
-			stage_put(op->stage, op->cls);
-		if (op->progress)
-			ods_drv.accel->counter_put(op->progress);
-		pthread_mutex_destroy(&op->lock);
-		free(op);
-		ainflight_add(-1);
+		op_put(op); /* nothing reached the stream: both references */
+		op_put(op);
 		return ods_err(rc, 0);
 	}
 	if (rc) {
