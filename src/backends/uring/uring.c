@@ -97,7 +97,16 @@
  * 4 GiB into GPU memory with 8 workers and 1 MiB chunks: 31-40 GB/s inline,
  * 44-45 GB/s with 2 (or 4) kernel workers per ring. Smaller reads stay
  * inline: the hand-off to a kernel thread costs about 8 us, a 4 KiB copy
- * far less (4 KiB into GPU memory, p50: 21 us inline, 30 us handed off). */
+ * far less (4 KiB into GPU memory, p50: 21 us inline, 30 us handed off).
+ * A worker keeps at most as many reads of cached ranges in its ring as it
+ * has kernel workers: more only wait there, while the chunks they hold
+ * could have gone to a worker with idle threads, and an idle worker with
+ * nothing left in the queue waits for the caller's next request. The
+ * rest of its units still serve cold reads, which need the queue depth.
+ * H200, hot 8 GiB into GPU memory in 16 MiB cuFileRead calls from 8
+ * threads (drop-in): 0.72-0.74x the pinned copy ceiling without the
+ * limit, 0.80-0.82 at 3 per worker, 0.81-0.84 at 2 (the kernel workers);
+ * one thread reading 1 GiB per call: 0.78-0.79 without, 0.82 with. */
 #define HOT_ASYNC_MIN ((size_t)256 << 10)
 /* An idle worker spins this long before sleeping: a caller issuing
  * synchronous reads back to back submits the next one within a few
@@ -148,6 +157,8 @@ struct unit {
 	off_t c0, c1;      /* the caller's bytes of this chunk, file offsets */
 	bool direct;       /* I/O on the O_DIRECT fd */
 	bool slot;         /* I/O goes through this unit's slot */
+	bool hot;          /* read buffered because the range is cached: its
+			      reads in the ring count in w->nhot */
 	int fd;
 	off_t io_off;      /* file offset of the I/O */
 	size_t io_len, io_done;
@@ -172,6 +183,7 @@ struct worker {
 	atomic_int sleeping; /* blocked in the kernel and able to take work */
 	struct unit *units, *free_list;
 	unsigned nfree, nio, ncopy;
+	unsigned nhot;       /* reads of cached ranges in the ring */
 	char *slots;
 	bool slots_pinned, slots_fixed, slots_failed;
 	bool inline_io;      /* a read that runs inline was queued: submit it now */
@@ -199,6 +211,7 @@ static struct {
 	atomic_bool stop;
 	atomic_bool no_cachestat;
 	unsigned kworkers;     /* kernel workers per ring for hot reads */
+	unsigned hot_max;      /* reads of cached ranges one worker keeps in its ring */
 	unsigned ready;        /* workers done setting up (U.lock) */
 	pthread_cond_t ready_cv;
 } U;
@@ -294,6 +307,24 @@ static off_t chunk_end_of(const struct ureq *r, off_t pos)
 		return end;
 	off_t n = pos + c, e = adown(end);
 	return n < e ? n : e;
+}
+
+/* How many chunks chunk_end_of cuts [r->io->off, r->end) into (writes: at
+ * most one more when the range lies inside one block). A lone request is
+ * spread over the workers by this count, so an aligned 16 MiB read is 16
+ * chunks, two per worker of eight, not three for some and one for others. */
+static size_t chunk_count(const struct ureq *r)
+{
+	off_t off = r->io->off, c = (off_t)U.chunk;
+	if (r->delegate)
+		return 1;
+	if (r->io->opcode == OPENDS_READ)
+		return (size_t)((r->end - adown(off) + c - 1) / c);
+	off_t a0 = aup(off), a1 = adown(r->end);
+	size_t n = (size_t)((off & (A - 1)) != 0) + (size_t)((r->end & (A - 1)) != 0);
+	if (a1 > a0)
+		n += (size_t)((a1 - a0 + c - 1) / c);
+	return n ? n : 1;
 }
 
 /* caller holds U.lock */
@@ -494,6 +525,7 @@ static void issue(struct unit *u)
 			io_uring_prep_read_fixed(sqe, u->fd, b, n, (uint64_t)o, (int)u->idx);
 		else
 			io_uring_prep_read(sqe, u->fd, b, n, (uint64_t)o);
+		w->nhot += u->hot;
 		if (!u->direct && n >= HOT_ASYNC_MIN && w->more)
 			io_uring_sqe_set_flags(sqe, IOSQE_ASYNC);
 		else if (!u->direct)
@@ -527,6 +559,8 @@ static void start_read(struct unit *u)
 	bool host = io->mem == ODS_MEM_HOST;
 	char *dst = io->buf + (u->c0 - io->off);
 	u->direct = r->fd_direct >= 0 && (r->fd_buf < 0 || !range_cached(r, u->c0, u->c1));
+	/* (without an O_DIRECT fd, buffered says nothing about the cache) */
+	u->hot = !u->direct && r->fd_direct >= 0;
 	if (u->direct) {
 		u->fd = r->fd_direct;
 		if (host && r->user_direct && !(u->c0 & (A - 1)) && !(u->c1 & (A - 1)) &&
@@ -598,6 +632,7 @@ static void start_chunk(struct worker *w, struct ureq *r, off_t c0, off_t c1)
 	u->c1 = c1;
 	u->io_done = 0;
 	u->retries = 0;
+	u->hot = false;
 	if (r->delegate) {
 		ssize_t res = ods_backend_ref.rw(r->io);
 		if (res >= 0 && r->io->opcode == OPENDS_READ && (size_t)res < r->io->size)
@@ -641,6 +676,7 @@ static void to_buffered(struct unit *u)
 {
 	struct ureq *r = u->r;
 	u->direct = false;
+	u->hot = false;
 	u->fd = r->fd_buf;
 	if (r->io->opcode == OPENDS_READ) {
 		u->io_off = u->c0;
@@ -657,6 +693,7 @@ static void on_cqe(struct unit *u, int res)
 	struct worker *w = u->w;
 	bool rd = u->r->io->opcode == OPENDS_READ;
 	w->nio--;
+	w->nhot -= u->hot; /* (hot changes only below, after this) */
 	if (res < 0) {
 		if ((res == -EINTR || res == -EAGAIN || res == -ECANCELED) && ++u->retries < MAX_RETRY) {
 			issue(u);
@@ -765,7 +802,15 @@ static bool fill(struct worker *w)
 	bool popped;
 	struct ureq *r;
 	w->declined = false;
-	while (w->nfree && (r = take_chunk(w, &c0, &c1, &popped))) {
+	while (w->nfree) {
+		if (w->nhot >= U.hot_max) {
+			/* enough cached reads here (see HOT_ASYNC_MIN): leave
+			 * the rest to other workers; completions wake this one */
+			w->declined = true;
+			break;
+		}
+		if (!(r = take_chunk(w, &c0, &c1, &popped)))
+			break;
 		w->more = atomic_load_explicit(&U.queued, memory_order_relaxed) != 0;
 		start_chunk(w, r, c0, c1);
 		if (popped)
@@ -852,9 +897,10 @@ static void *worker_main(void *arg)
 		 * Dekker handshake with uring_submit: sleeping is published
 		 * before looking at the queue, the queue before looking at
 		 * sleeping. */
-		if (w->nfree) {
+		if (w->nfree && w->nhot < U.hot_max) {
 			/* a worker that declined the head request holds chunks of
-			 * it, and their completions wake it */
+			 * it, and their completions wake it (one at its limit of
+			 * cached reads is not free: it waits for those) */
 			atomic_store(&w->sleeping, 1);
 			if ((atomic_load(&U.queued) && !w->declined) || atomic_load(&U.stop)) {
 				atomic_store(&w->sleeping, 0);
@@ -949,7 +995,7 @@ static void uring_submit(struct ods_io *io, bool may_block)
 		r->delegate = (r->fd_buf < 0 && ((io->off | r->end) & (A - 1))) || r->end > INT64_MAX - (off_t)A ||
 			      on_fuse(h->fd);
 	}
-	size_t chunks = r->delegate ? 1 : io->size / U.chunk + 1;
+	size_t chunks = chunk_count(r);
 
 	pthread_mutex_lock(&U.lock);
 	while (may_block && U.nreq >= U.cap)
@@ -1053,6 +1099,7 @@ static int uring_open(const struct ods_config *cfg, const struct ods_accel *acce
 		U.page = ODS_ALIGN;
 	U.kworkers = ncpu > (long)U.nthreads ? (unsigned)(ncpu / U.nthreads) : 1;
 	U.cap = U.nthreads * U.depth;
+	U.hot_max = U.kworkers; /* see HOT_ASYNC_MIN */
 	pthread_mutex_init(&U.lock, NULL);
 	pthread_cond_init(&U.room, NULL);
 	pthread_cond_init(&U.ready_cv, NULL);
