@@ -7,10 +7,11 @@
  *   (OPENDS_IO_THREADS). A worker with a free unit takes the next *chunk*
  *   of the oldest request, so one large request is spread over every
  *   worker (memory-speed sources need many threads: one io_uring thread
- *   reads tmpfs at 3-4 GB/s) while small requests go to one worker each. A request completes when
- *   its last chunk does. The FIFO holds at most threads x depth requests;
- *   submitters that may block wait for room, the others (completion
- *   callbacks chaining stream operations) never wait.
+ *   reads tmpfs at 3-4 GB/s) while small requests go to one worker each.
+ *   A request completes when its last chunk does. The FIFO holds at most
+ *   threads x depth requests; submitters that may block wait for room,
+ *   the others (completion callbacks chaining stream operations) never
+ *   wait.
  *
  * Per worker
  *   Its own ring (no locking on submission), an eventfd kept armed in the
@@ -93,11 +94,13 @@
  * the CPUs. The last chunk taken (nothing queued behind it) runs inline:
  * then there is nothing to overlap it with, and the hand-offs to a kernel
  * thread and back cost a lone 1 MiB read about half its time (2-core
- * development VM: 259 us per call handed off, 168 us inline; pread 100). Measured on the H200, hot
- * 4 GiB into GPU memory with 8 workers and 1 MiB chunks: 31-40 GB/s inline,
- * 44-45 GB/s with 2 (or 4) kernel workers per ring. Smaller reads stay
+ * development VM: 259 us per call handed off, 168 us inline; pread 100).
+ * Measured on the H200, hot 4 GiB into GPU memory with 8 workers and
+ * 1 MiB chunks: 31-40 GB/s inline, 44-45 GB/s with 2 (or 4) kernel
+ * workers per ring. Smaller reads stay
  * inline: the hand-off to a kernel thread costs about 8 us, a 4 KiB copy
  * far less (4 KiB into GPU memory, p50: 21 us inline, 30 us handed off).
+ *
  * A worker keeps at most as many reads of cached ranges in its ring as it
  * has kernel workers: more only wait there, while the chunks they hold
  * could have gone to a worker with idle threads, and an idle worker with
@@ -211,8 +214,8 @@ static struct {
 	atomic_uint wake_rr;  /* where the next wake-up scan starts */
 	atomic_bool stop;
 	atomic_bool no_cachestat;
-	unsigned kworkers;     /* kernel workers per ring for hot reads */
-	unsigned hot_max;      /* reads of cached ranges one worker keeps in its ring */
+	unsigned kworkers;     /* kernel workers per ring for hot reads, and the
+				  reads of cached ranges a worker keeps in it */
 	unsigned ready;        /* workers done setting up (U.lock) */
 	pthread_cond_t ready_cv;
 } U;
@@ -804,7 +807,7 @@ static bool fill(struct worker *w)
 	struct ureq *r;
 	w->declined = false;
 	while (w->nfree) {
-		if (w->nhot >= U.hot_max) {
+		if (w->nhot >= U.kworkers) {
 			/* enough cached reads here (see HOT_ASYNC_MIN): leave
 			 * the rest to other workers; completions wake this one */
 			w->declined = true;
@@ -898,7 +901,7 @@ static void *worker_main(void *arg)
 		 * Dekker handshake with uring_submit: sleeping is published
 		 * before looking at the queue, the queue before looking at
 		 * sleeping. */
-		if (w->nfree && w->nhot < U.hot_max) {
+		if (w->nfree && w->nhot < U.kworkers) {
 			/* a worker that declined the head request holds chunks of
 			 * it, and their completions wake it (one at its limit of
 			 * cached reads is not free: it waits for those) */
@@ -1100,7 +1103,6 @@ static int uring_open(const struct ods_config *cfg, const struct ods_accel *acce
 		U.page = ODS_ALIGN;
 	U.kworkers = ncpu > (long)U.nthreads ? (unsigned)(ncpu / U.nthreads) : 1;
 	U.cap = U.nthreads * U.depth;
-	U.hot_max = U.kworkers; /* see HOT_ASYNC_MIN */
 	pthread_mutex_init(&U.lock, NULL);
 	pthread_cond_init(&U.room, NULL);
 	pthread_cond_init(&U.ready_cv, NULL);
