@@ -53,8 +53,10 @@ struct gate {
 	CUdeviceptr go_dev, passed_dev;
 	struct gate *next;          /* free list */
 	bool in_use;
-	bool lost;                  /* its wait could not be queued: never reused */
-	bool counter;               /* used as a counter: back by counter_put only */
+	bool waited;                /* a stream wait on it is queued: it comes back
+				       when the stream is past it (passed), not
+				       by gate_put; counters and gates never
+				       waited on come back by gate_put only */
 };
 
 #define GATE_BLOCK 256
@@ -172,7 +174,7 @@ static void cuda_close(void)
 		for (int tries = 0; busy && tries < 10000; tries++) {
 			busy = false;
 			for (int i = 0; i < GATE_BLOCK; i++)
-				if (b->g[i].in_use && !b->g[i].lost && !b->g[i].counter &&
+				if (b->g[i].in_use && b->g[i].waited &&
 				    !__atomic_load_n(b->g[i].passed, __ATOMIC_ACQUIRE))
 					busy = true;
 			if (busy)
@@ -413,8 +415,7 @@ static struct gate *gate_take(void)
 		for (struct gblock *b = C.blocks; b; b = b->next)
 			for (int i = 0; i < GATE_BLOCK; i++) {
 				struct gate *g = &b->g[i];
-				if (g->in_use && !g->lost && !g->counter &&
-				    __atomic_load_n(g->passed, __ATOMIC_ACQUIRE)) {
+				if (g->in_use && g->waited && __atomic_load_n(g->passed, __ATOMIC_ACQUIRE)) {
 					g->in_use = false;
 					g->next = C.free_gates;
 					C.free_gates = g;
@@ -457,8 +458,7 @@ static struct gate *gate_take(void)
 	struct gate *g = C.free_gates;
 	C.free_gates = g->next;
 	g->in_use = true;
-	g->lost = false;
-	g->counter = false;
+	g->waited = false;
 	*g->go = 0;
 	*g->passed = 0;
 	return g;
@@ -480,7 +480,6 @@ static void cuda_gate_put(void *gate)
 	struct gate *g = gate;
 	pthread_mutex_lock(&C.lock);
 	g->in_use = false;
-	g->counter = false;
 	g->next = C.free_gates;
 	C.free_gates = g;
 	pthread_mutex_unlock(&C.lock);
@@ -494,18 +493,15 @@ static int cuda_stream_wait(void *stream, void *gate)
 	CUresult r = p_cuStreamWaitValue32(s, g->go_dev, 1, CU_STREAM_WAIT_VALUE_EQ);
 	if (r != CUDA_SUCCESS) {
 		leave(pushed);
-		g->lost = true;
-		return cu_fail(r, "cuStreamWaitValue32");
+		return cu_fail(r, "cuStreamWaitValue32"); /* never waited: a leak, not a hazard */
 	}
+	/* From here the stream may read the flags until it is past the wait.
+	 * Without the "passed" write below, that is never known: the gate is
+	 * then never reused, and close leaks its block rather than free it. */
+	g->waited = true;
 	r = p_cuStreamWriteValue32(s, g->passed_dev, 1, CU_STREAM_WRITE_VALUE_DEFAULT);
 	leave(pushed);
-	if (r != CUDA_SUCCESS) {
-		/* the wait is queued and holds the stream until the gate opens;
-		 * only the reuse signal is missing, so the gate is never reused */
-		g->lost = true;
-		return cu_fail(r, "cuStreamWriteValue32");
-	}
-	return 0;
+	return r == CUDA_SUCCESS ? 0 : cu_fail(r, "cuStreamWriteValue32");
 }
 
 static void cuda_gate_open(void *gate)
@@ -517,18 +513,9 @@ static void cuda_gate_open(void *gate)
 }
 
 /* Counters are gates whose second word the stream writes with
- * stream_mark; flagged, so the scan for passed gates leaves them alone. */
-static void *cuda_counter_get(void)
-{
-	pthread_mutex_lock(&C.lock);
-	struct gate *g = gate_take();
-	if (g)
-		g->counter = true;
-	pthread_mutex_unlock(&C.lock);
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	return g;
-}
-
+ * stream_mark (counter_get and counter_put are gate_get and gate_put).
+ * Nothing ever waits on a counter, so the scan for passed gates leaves
+ * it alone. */
 static int cuda_stream_mark(void *stream, void *counter, uint32_t value)
 {
 	struct gate *g = counter;
@@ -613,7 +600,7 @@ const struct ods_accel ods_accel_cuda = {
 	.stream_wait = cuda_stream_wait,
 	.gate_open = cuda_gate_open,
 	.stream_copy = cuda_stream_copy,
-	.counter_get = cuda_counter_get,
+	.counter_get = cuda_gate_get,
 	.counter_put = cuda_gate_put,
 	.stream_mark = cuda_stream_mark,
 	.counter_read = cuda_counter_read,
