@@ -94,6 +94,9 @@ int ods_handle_fd_direct(struct ods_handle *h);
 int ods_handle_fd_buffered(struct ods_handle *h);
 /* The size of the file (now) or block device behind h, -1 if unknown. */
 off_t ods_handle_size(const struct ods_handle *h);
+/* How many of the size bytes at off lie inside the file now (all of them
+ * when its size is unknown). */
+size_t ods_handle_valid(const struct ods_handle *h, off_t off, size_t size);
 
 /* ---- memory ----------------------------------------------------------- */
 

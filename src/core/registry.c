@@ -200,6 +200,16 @@ off_t ods_handle_size(const struct ods_handle *h)
 	return fstat(h->fd, &st) == 0 ? st.st_size : -1;
 }
 
+size_t ods_handle_valid(const struct ods_handle *h, off_t off, size_t size)
+{
+	off_t fs = ods_handle_size(h);
+	if (fs < 0)
+		return size;
+	if (fs <= off)
+		return 0;
+	return (uint64_t)(fs - off) < size ? (size_t)(fs - off) : size;
+}
+
 /* ---- memory ----------------------------------------------------------- */
 
 /* Undo what the backend and the accelerator did at registration, in the

@@ -332,7 +332,7 @@ struct aop {
 	atomic_bool detached; /* could not be queued whole: no longer watched */
 	char *dev;           /* planned device range */
 	size_t size0;
-	off_t foff0, boff0;
+	off_t boff0;
 	size_t valid0;       /* reads: planned bytes inside the file */
 	char *stage;         /* NULL: no plan */
 	unsigned cls;
@@ -352,16 +352,6 @@ struct aop {
 static char *slot_of(struct aop *op, unsigned idx)
 {
 	return op->stage + (size_t)(idx % op->k) * op->slot;
-}
-
-static size_t valid_bytes(struct ods_handle *h, off_t foff, size_t size)
-{
-	off_t fs = ods_handle_size(h);
-	if (fs < 0)
-		return size;
-	if (fs <= foff)
-		return 0;
-	return (uint64_t)(fs - foff) < size ? (size_t)(fs - foff) : size;
 }
 
 static void op_free(struct aop *op)
@@ -443,7 +433,7 @@ static void op_begin(struct aop *op)
 	off_t foff = *a->file_offset, boff = *a->buf_offset;
 	ssize_t r = ods_io_prepare(&op->io, a->opcode, a->fh, a->buf, size, foff, boff);
 	if (op->stage && r == 0 && size == op->size0 && boff == op->boff0 && op->io.mem == ODS_MEM_DEVICE &&
-	    (a->opcode == OPENDS_WRITE || valid_bytes(op->io.fh, foff, size) >= op->valid0))
+	    (a->opcode == OPENDS_WRITE || ods_handle_valid(op->io.fh, foff, size) >= op->valid0))
 		return;
 	op->mirror = true;
 	if (r < 0 || size == 0) {
@@ -681,9 +671,8 @@ static opends_error_t aenqueue(const char *fn, const struct sargs *a, opends_str
 	if (plan) {
 		op->dev = io.buf;
 		op->size0 = size;
-		op->foff0 = *a->file_offset;
 		op->boff0 = *a->buf_offset;
-		op->valid0 = a->opcode == OPENDS_READ ? valid_bytes(io.fh, op->foff0, size) : size;
+		op->valid0 = a->opcode == OPENDS_READ ? ods_handle_valid(io.fh, *a->file_offset, size) : size;
 		op->slot = ((size < PIECE ? size : PIECE) + ODS_ALIGN - 1) & ~(size_t)(ODS_ALIGN - 1);
 		op->stage = stage_get(op->slot * op->k, &op->cls);
 		op->progress = op->stage ? ods_drv.accel->counter_get() : NULL;

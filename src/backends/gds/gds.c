@@ -516,10 +516,7 @@ static ssize_t gds_rw(struct ods_io *io)
 		 * reads inside the file come back exact. (Sending the block that
 		 * holds EOF through the POSIX path instead fixed this too, but
 		 * hung stream-ordered reads on the H200.) */
-		size_t n = io->size;
-		off_t fsize = ods_handle_size(io->fh);
-		if (fsize >= 0)
-			n = io->off >= fsize ? 0 : (size_t)(fsize - io->off) < n ? (size_t)(fsize - io->off) : n;
+		size_t n = ods_handle_valid(io->fh, io->off, io->size);
 		return n ? cufile_rw(io, g->cfh, base, boff, n, io->off) : 0;
 	}
 	if (!io->fh->direct)
