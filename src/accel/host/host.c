@@ -80,7 +80,7 @@ struct sim_stream {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;     /* new command, stop, or idle */
 	struct cmd *head, *tail;
-	bool busy, stop;
+	bool stop;
 	pthread_t th;
 };
 
@@ -100,7 +100,6 @@ static void *sim_main(void *arg)
 		struct cmd *c = st->head;
 		if (!c)
 			break;
-		st->busy = true;
 		pthread_mutex_unlock(&st->lock);
 		switch (c->kind) {
 		case CMD_CALL:
@@ -126,7 +125,6 @@ static void *sim_main(void *arg)
 		st->head = c->next;
 		if (!st->head)
 			st->tail = NULL;
-		st->busy = false;
 		free(c);
 		pthread_cond_broadcast(&st->cond);
 	}
@@ -188,13 +186,25 @@ static struct sim_stream *sim_find(void *stream)
 	return st;
 }
 
-static int sim_push(void *stream, struct cmd *c)
+/* Why sim_find gave NULL. */
+static int sim_refused(void *stream)
+{
+	if (!stream)
+		return ods_fail(OPENDS_NOMEM_ERROR, "hostdev: could not make the default stream");
+	return ods_fail(OPENDS_INVALID_VALUE, "hostdev: %p is not a stream of this device", stream);
+}
+
+/* Queue a copy of cmd on the stream. */
+static int sim_push(void *stream, struct cmd cmd)
 {
 	struct sim_stream *st = sim_find(stream);
-	if (!st) {
-		free(c);
-		return ods_fail(OPENDS_INVALID_VALUE, "hostdev: %p is not a stream of this device", stream);
-	}
+	if (!st)
+		return sim_refused(stream);
+	struct cmd *c = malloc(sizeof(*c));
+	if (!c)
+		return ods_fail(OPENDS_NOMEM_ERROR, "hostdev: out of memory for a stream command");
+	*c = cmd;
+	c->next = NULL;
 	pthread_mutex_lock(&st->lock);
 	if (st->tail)
 		st->tail->next = c;
@@ -205,16 +215,6 @@ static int sim_push(void *stream, struct cmd *c)
 	pthread_mutex_unlock(&st->lock);
 	return 0;
 }
-
-static struct cmd *cmd_new(int kind)
-{
-	struct cmd *c = calloc(1, sizeof(*c));
-	if (c)
-		c->kind = kind;
-	return c;
-}
-
-#define NOMEM() ods_fail(OPENDS_NOMEM_ERROR, "hostdev: out of memory for a stream command")
 
 static int sim_stream_create(void **stream)
 {
@@ -249,19 +249,14 @@ static int sim_stream_sync(void *stream)
 {
 	struct sim_stream *st = sim_find(stream);
 	if (!st)
-		return ods_fail(OPENDS_INVALID_VALUE, "hostdev: %p is not a stream of this device", stream);
+		return sim_refused(stream);
 	sim_sync(st);
 	return 0;
 }
 
 static int sim_stream_call(void *stream, void (*fn)(void *arg), void *arg)
 {
-	struct cmd *c = cmd_new(CMD_CALL);
-	if (!c)
-		return NOMEM();
-	c->fn = fn;
-	c->arg = arg;
-	return sim_push(stream, c);
+	return sim_push(stream, (struct cmd){ .kind = CMD_CALL, .fn = fn, .arg = arg });
 }
 
 static void *sim_gate_get(void)
@@ -277,11 +272,7 @@ static void sim_gate_put(void *gate)
 static int sim_stream_wait(void *stream, void *gate)
 {
 	/* on failure the gate is lost (it may still be opened): left alone */
-	struct cmd *c = cmd_new(CMD_WAIT);
-	if (!c)
-		return NOMEM();
-	c->gate = gate;
-	return sim_push(stream, c);
+	return sim_push(stream, (struct cmd){ .kind = CMD_WAIT, .gate = gate });
 }
 
 static void sim_gate_open(void *gate)
@@ -293,13 +284,7 @@ static void sim_gate_open(void *gate)
 static int sim_stream_copy(void *stream, void *dst, const void *src, size_t n, bool to_device)
 {
 	(void)to_device;
-	struct cmd *c = cmd_new(CMD_COPY);
-	if (!c)
-		return NOMEM();
-	c->dst = dst;
-	c->src = src;
-	c->n = n;
-	return sim_push(stream, c);
+	return sim_push(stream, (struct cmd){ .kind = CMD_COPY, .dst = dst, .src = src, .n = n });
 }
 
 static void *sim_counter_get(void)
@@ -307,19 +292,9 @@ static void *sim_counter_get(void)
 	return calloc(1, sizeof(atomic_uint));
 }
 
-static void sim_counter_put(void *counter)
-{
-	free(counter);
-}
-
 static int sim_stream_mark(void *stream, void *counter, uint32_t value)
 {
-	struct cmd *c = cmd_new(CMD_MARK);
-	if (!c)
-		return NOMEM();
-	c->counter = counter;
-	c->value = value;
-	return sim_push(stream, c);
+	return sim_push(stream, (struct cmd){ .kind = CMD_MARK, .counter = counter, .value = value });
 }
 
 static uint32_t sim_counter_read(void *counter)
@@ -361,7 +336,7 @@ const struct ods_accel ods_accel_hostdev = {
 	.gate_open = sim_gate_open,
 	.stream_copy = sim_stream_copy,
 	.counter_get = sim_counter_get,
-	.counter_put = sim_counter_put,
+	.counter_put = sim_gate_put, /* both are plain allocations */
 	.stream_mark = sim_stream_mark,
 	.counter_read = sim_counter_read,
 };
