@@ -98,8 +98,14 @@ extern "C" {
 /* Errors                                                                    */
 /* ------------------------------------------------------------------------ */
 
+/* Codes below OPENDS_ERRNO_MAX are errno values (EIO, EBADF, ...) that the
+ * operating system reported; OpenDS's own codes (below) start above it, as
+ * cuFile's CU_FILE_* codes do (CUFILEOP_BASE_ERR). */
+#define OPENDS_ERRNO_MAX 5000
+
 /* The one list of error codes: X(NAME, value, "string"). It generates the
- * enum below and the strings of opends_op_status_error(). Values equal
+ * enum below, the strings of opends_op_status_error(), the names of
+ * opends_err_name() and Python's opends.OPENDS_* constants. Values equal
  * cuFile's CU_FILE_* codes; 5021 and 5032 are unused, as there. */
 #define OPENDS_ERROR_LIST(X) \
 	X(SUCCESS, 0, "success") \
@@ -162,6 +168,15 @@ typedef struct opends_error {
  * "unknown error".
  */
 OPENDS_API const char *opends_op_status_error(int code);
+
+/*
+ * The name of a code as a static string (like libuv's uv_err_name):
+ * "OPENDS_INVALID_VALUE" for an OpenDS code, "EIO", "EBADF", ... for an errno
+ * value below OPENDS_ERRNO_MAX, either one negated or not (the ssize_t calls
+ * return negated codes). Never NULL: a code that names nothing gives
+ * "UNKNOWN". Needs no open driver; thread-safe.
+ */
+OPENDS_API const char *opends_err_name(int code);
 
 /*
  * A sentence about the last failure of a call made on this thread, naming

@@ -429,6 +429,26 @@ static void config(void)
 		free(saved[i]);
 }
 
+/* opends_err_name: every listed code by its name, negated too; errno values
+ * by glibc's name; codes that name nothing give "UNKNOWN", never NULL. */
+static void names(void)
+{
+	t_phase = "opends_err_name";
+#define X(name, value, str)                                                   \
+	CHECK(strcmp(opends_err_name(value), "OPENDS_" #name) == 0);         \
+	CHECK(strcmp(opends_err_name(-(value)), "OPENDS_" #name) == 0);      \
+	CHECK(value == 0 || value > OPENDS_ERRNO_MAX);                        \
+	CHECK(strcmp(opends_op_status_error(value), str) == 0);
+	OPENDS_ERROR_LIST(X)
+#undef X
+	CHECK(strcmp(opends_err_name(EIO), "EIO") == 0);
+	CHECK(strcmp(opends_err_name(-EBADF), "EBADF") == 0);
+	CHECK(strcmp(opends_err_name(5021), "UNKNOWN") == 0);
+	CHECK(strcmp(opends_err_name(OPENDS_ERRNO_MAX), "UNKNOWN") == 0);
+	CHECK(strcmp(opends_err_name(INT32_MIN), "UNKNOWN") == 0);
+	CHECK(strcmp(opends_err_name(INT32_MAX), "UNKNOWN") == 0);
+}
+
 int main(int argc, char **argv)
 {
 	t_args(argc, argv);
@@ -437,6 +457,8 @@ int main(int argc, char **argv)
 	t_write_pattern_file(path, T_HASH_SIZE, hashpat);
 	int fd = open(path, O_RDWR);
 	CHECK(fd >= 0);
+
+	names();
 
 	/* before any open: with made-up object values */
 	t_phase = "before open";

@@ -54,6 +54,7 @@ from ._lib import (
     status_string,
 )
 from ._lib import CODES as _CODES
+from ._lib import ERRNO_MAX as OPENDS_ERRNO_MAX
 
 __version__ = "0.1.0"
 

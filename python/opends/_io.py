@@ -28,11 +28,8 @@ __all__ = [
 #: Piece size of File.pread/pwrite when task_size is not given (64 MiB).
 DEFAULT_TASK_SIZE = 64 << 20
 
-_INVALID = 5022
-
-
 def _invalid(detail):
-    return Error(_INVALID, detail)
+    return Error(_lib.OPENDS_INVALID_VALUE, detail)
 
 
 def _resolve(ref, size, buf_offset, op):
@@ -662,7 +659,7 @@ class Batch(_Closing):
         if self._closed:
             raise ValueError("operation on a closed opends.Batch")
         if self._gen != _lib.generation() or not _lib.is_open():
-            raise Error(_INVALID, "the batch was destroyed when the driver closed")
+            raise _invalid("the batch was destroyed when the driver closed")
         return self._b
 
     @property

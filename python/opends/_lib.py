@@ -16,69 +16,12 @@ import threading
 
 __all__ = []
 
-# ---------------------------------------------------------------------------
-# Error codes (values of opends_op_error_t in include/opends.h)
-# ---------------------------------------------------------------------------
-
-#: Code -> name of every OpenDS error code (the values equal cuFile's).
-CODES = {
-    0: "OPENDS_SUCCESS",
-    5001: "OPENDS_DRIVER_NOT_INITIALIZED",
-    5002: "OPENDS_DRIVER_INVALID_PROPS",
-    5003: "OPENDS_DRIVER_UNSUPPORTED_LIMIT",
-    5004: "OPENDS_DRIVER_VERSION_MISMATCH",
-    5005: "OPENDS_DRIVER_VERSION_READ_ERROR",
-    5006: "OPENDS_DRIVER_CLOSING",
-    5007: "OPENDS_PLATFORM_NOT_SUPPORTED",
-    5008: "OPENDS_IO_NOT_SUPPORTED",
-    5009: "OPENDS_DEVICE_NOT_SUPPORTED",
-    5010: "OPENDS_FS_DRIVER_ERROR",
-    5011: "OPENDS_DEVICE_DRIVER_ERROR",
-    5012: "OPENDS_POINTER_INVALID",
-    5013: "OPENDS_MEMORY_TYPE_INVALID",
-    5014: "OPENDS_POINTER_RANGE_ERROR",
-    5015: "OPENDS_CONTEXT_MISMATCH",
-    5016: "OPENDS_INVALID_MAPPING_SIZE",
-    5017: "OPENDS_INVALID_MAPPING_RANGE",
-    5018: "OPENDS_INVALID_FILE_TYPE",
-    5019: "OPENDS_INVALID_FILE_OPEN_FLAG",
-    5020: "OPENDS_DIO_NOT_SET",
-    5022: "OPENDS_INVALID_VALUE",
-    5023: "OPENDS_MEMORY_ALREADY_REGISTERED",
-    5024: "OPENDS_MEMORY_NOT_REGISTERED",
-    5025: "OPENDS_PERMISSION_DENIED",
-    5026: "OPENDS_DRIVER_ALREADY_OPEN",
-    5027: "OPENDS_HANDLE_NOT_REGISTERED",
-    5028: "OPENDS_HANDLE_ALREADY_REGISTERED",
-    5029: "OPENDS_DEVICE_NOT_FOUND",
-    5030: "OPENDS_INTERNAL_ERROR",
-    5031: "OPENDS_GETNEWFD_FAILED",
-    5033: "OPENDS_FS_SETUP_ERROR",
-    5034: "OPENDS_IO_DISABLED",
-    5035: "OPENDS_BATCH_SUBMIT_FAILED",
-    5036: "OPENDS_MEMORY_PINNING_FAILED",
-    5037: "OPENDS_BATCH_FULL",
-    5038: "OPENDS_ASYNC_NOT_SUPPORTED",
-    5043: "OPENDS_NOMEM_ERROR",
-    5044: "OPENDS_IO_ERROR",
-    5047: "OPENDS_INVALID_CONTEXT_ERROR",
-}
-
-# Module-level constants OPENDS_INVALID_VALUE = 5022, ... (re-exported).
-for _code, _name in CODES.items():
-    globals()[_name] = _code
-    __all__.append(_name)
-del _code, _name
-
-
 def code_name(code):
-    """Name of a positive code: 'OPENDS_...' for library codes, the errno
-    name ('EBADF', ...) below 5000, else 'UNKNOWN_<code>'."""
-    if code in CODES:
-        return CODES[code]
-    if 0 < code < 5000 and code in _errno.errorcode:
-        return _errno.errorcode[code]
-    return "UNKNOWN_%d" % code
+    """Name of a code: 'OPENDS_...' for library codes, the errno name
+    ('EBADF', ...) below OPENDS_ERRNO_MAX, else 'UNKNOWN_<code>'
+    (opends_err_name, negated codes folded)."""
+    name = lib.opends_err_name(int(code)).decode()
+    return "UNKNOWN_%d" % abs(int(code)) if name == "UNKNOWN" else name
 
 
 class Error(OSError):
@@ -86,7 +29,7 @@ class Error(OSError):
 
     Attributes:
         code: the positive code: an OpenDS code (5001..5047, e.g. 5022 for
-            OPENDS_INVALID_VALUE) or an errno value (< 5000) that the
+            OPENDS_INVALID_VALUE) or an errno value (< ERRNO_MAX) that the
             operating system reported for the I/O itself.
         name: 'OPENDS_INVALID_VALUE', 'EBADF', ...
         detail: the library's sentence on the failure
@@ -103,7 +46,7 @@ class Error(OSError):
         code = abs(int(code))
         if message is None:
             message = status_string(code)
-        if 0 < code < 5000:
+        if 0 < code < ERRNO_MAX:
             eno = code
         elif backend_err:
             eno = backend_err
@@ -251,7 +194,37 @@ _proto("opends_batch_submit", E, c_void_p, c_uint, P(opends_io_params_t), c_uint
 _proto("opends_batch_get_status", E, c_void_p, c_uint, P(c_uint), P(opends_io_events_t), P(timespec))
 _proto("opends_batch_cancel", E, c_void_p)
 _proto("opends_batch_destroy", E, c_void_p)
+_proto("opends_err_name", ctypes.c_char_p, c_int)
 del _n
+
+# ---------------------------------------------------------------------------
+# Error codes, from the library's one list (OPENDS_ERROR_LIST in opends.h)
+# ---------------------------------------------------------------------------
+
+#: OPENDS_ERRNO_MAX of opends.h: codes below it are errno values, OpenDS's
+#: own codes lie above it (python/tests/test_errors.py checks the header).
+ERRNO_MAX = 5000
+#: Span above ERRNO_MAX searched for OpenDS codes (cuFile's use 5001..5047).
+_CODE_SPAN = 1000
+
+
+def _codes():
+    out = {0: lib.opends_err_name(0).decode()}
+    for c in range(ERRNO_MAX + 1, ERRNO_MAX + _CODE_SPAN):
+        name = lib.opends_err_name(c)
+        if name != b"UNKNOWN":
+            out[c] = name.decode()
+    return out
+
+
+#: Code -> name of every OpenDS error code (the values equal cuFile's).
+CODES = _codes()
+
+# Module-level constants OPENDS_INVALID_VALUE = 5022, ... (re-exported).
+for _code, _name in CODES.items():
+    globals()[_name] = _code
+    __all__.append(_name)
+del _code, _name
 
 
 def status_string(code):
@@ -344,7 +317,7 @@ def ensure_open():
                 res = lib.opends_driver_open()
             finally:
                 restore()
-            if res.err == 5026:  # already open (by C code in this process)
+            if res.err == OPENDS_DRIVER_ALREADY_OPEN:  # opened by C code in this process
                 pass
             else:
                 check(res)
@@ -389,7 +362,7 @@ def driver_close():
         _state["open"] = False
         _state["generation"] += 1
         res = lib.opends_driver_close()
-    if res.err not in (0, 5001):
+    if res.err not in (OPENDS_SUCCESS, OPENDS_DRIVER_NOT_INITIALIZED):
         check(res)
 
 

@@ -1,5 +1,5 @@
-/* Error strings and the per-thread detail sentence. The codes and their
- * strings come from the one list in opends.h (OPENDS_ERROR_LIST). */
+/* Error strings, names and the per-thread detail sentence. The codes, their
+ * names and strings come from the one list in opends.h (OPENDS_ERROR_LIST). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,11 +40,35 @@ OPENDS_API const char *opends_op_status_error(int code)
 	default:
 		break;
 	}
-	if (code < 5000) {
+	if (code < OPENDS_ERRNO_MAX) {
 		/* errno range: strerror's text is stable per errno on glibc
 		 * (a static table), so returning it is safe across threads. */
 		const char *s = strerrordesc_np(code);
 		return s ? s : "unknown error";
 	}
 	return "unknown error";
+}
+
+OPENDS_API const char *opends_err_name(int code)
+{
+	if (code < 0) {
+		if (code == INT32_MIN)
+			return "UNKNOWN";
+		code = -code;
+	}
+	switch (code) {
+#define X(name, value, str) \
+	case value:         \
+		return "OPENDS_" #name;
+		OPENDS_ERROR_LIST(X)
+#undef X
+	default:
+		break;
+	}
+	if (code < OPENDS_ERRNO_MAX) {
+		/* glibc's table of errno names ("EIO"); static strings */
+		const char *s = strerrorname_np(code);
+		return s ? s : "UNKNOWN";
+	}
+	return "UNKNOWN";
 }

@@ -155,7 +155,7 @@ static ssize_t sync_rw(int opcode, opends_handle_t fh, const void *buf, size_t s
 	if (r < 0 || size == 0)
 		return r;
 	r = ods_io_run(&io);
-	if (r < 0 && r > -5000) /* the operating system's error: say where */
+	if (r < 0 && r > -OPENDS_ERRNO_MAX) /* the operating system's error: say where */
 		ods_fail((int)-r, "%s of %zu bytes at file offset %lld failed: %s", opname(opcode), size,
 			 (long long)file_offset, opends_op_status_error((int)r));
 	return r;
@@ -205,7 +205,7 @@ static opends_error_t async_rw(int opcode, opends_handle_t fh, const void *buf, 
 	if (!io)
 		return ods_err(ods_fail(OPENDS_NOMEM_ERROR, "%s: out of memory", fn), ENOMEM);
 	ssize_t r = ods_io_prepare(io, opcode, fh, buf, size, file_offset, buf_offset);
-	if (r <= -5000) {
+	if (r <= -OPENDS_ERRNO_MAX) {
 		free(io);
 		return ods_err((int)-r, 0);
 	}
