@@ -28,6 +28,34 @@
 #define ODS_ALIGN 4096u /* block alignment used for O_DIRECT everywhere */
 #define ODS_MAX_BATCH 4096u
 
+/* Block arithmetic on file offsets (ODS_ALIGN, a power of two). */
+static inline off_t ods_align_down(off_t x)
+{
+	return x & ~((off_t)ODS_ALIGN - 1);
+}
+static inline off_t ods_align_up(off_t x)
+{
+	return (x + (off_t)ODS_ALIGN - 1) & ~((off_t)ODS_ALIGN - 1);
+}
+/* [off, off + size) as an unaligned head, a middle of whole blocks that
+ * ends at or before mid_end, and the tail after it. */
+struct ods_blocks {
+	size_t head, mid, tail;
+};
+/* false (and *s untouched) when no whole block fits: the range then moves
+ * as one piece */
+static inline bool ods_split_blocks(off_t off, size_t size, off_t mid_end, struct ods_blocks *s)
+{
+	off_t end = off + (off_t)size;
+	off_t m0 = ods_align_up(off), m1 = ods_align_down(mid_end < end ? mid_end : end);
+	if (m1 <= m0)
+		return false;
+	s->head = (size_t)(m0 - off);
+	s->mid = (size_t)(m1 - m0);
+	s->tail = (size_t)(end - m1);
+	return true;
+}
+
 #define ods_likely(x) __builtin_expect(!!(x), 1)
 #define ods_unlikely(x) __builtin_expect(!!(x), 0)
 
@@ -269,5 +297,12 @@ void ods_batches_fini(void);
 ssize_t ods_pread_full(int fd, void *buf, size_t size, off_t off);
 ssize_t ods_pwrite_full(int fd, const void *buf, size_t size, off_t off);
 void *ods_aligned_alloc(size_t size); /* ODS_ALIGN-aligned, or NULL */
+
+/* The POSIX read/write path (src/core/posix_io.c): io on the calling
+ * thread with pread/pwrite, any size and offset, O_DIRECT or not; device
+ * memory staged with ods_drv.accel's synchronous copies. Bytes or a
+ * negated error. The ref backend is this alone; others use it for what
+ * their fast path does not take. */
+ssize_t ods_posix_rw(struct ods_io *io);
 
 #endif

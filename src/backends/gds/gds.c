@@ -12,7 +12,7 @@
  *   symbol and refused (it would call back into OpenDS).
  * - handles: cuFileHandleRegister at registration; a file cuFile refuses
  *   (no udev data, tmpfs, block devices, unsupported file systems) is still
- *   served, through the reference backend's POSIX path. Each handle
+ *   served, through the core's POSIX path (src/core/posix_io.c). Each handle
  *   records which path it took.
  * - data: device memory on a cuFile handle goes through cuFileRead/Write;
  *   host memory and handles cuFile refused go through the POSIX path.
@@ -40,7 +40,6 @@
 ODS_CUFILE_LAYOUT_CHECKS();
 ODS_CUFILE_PROTO_CHECKS();
 
-#define A ((off_t)ODS_ALIGN)
 #define MAX_CALL ((size_t)1 << 30) /* bytes per cuFile call */
 
 /* ---- the loaded libraries ------------------------------------------------ */
@@ -317,6 +316,7 @@ static int gds_probe(const struct ods_config *cfg, char *why, size_t n)
 
 static int gds_open(const struct ods_config *cfg, const struct ods_accel *accel)
 {
+	(void)cfg;
 	char why[256] = "";
 	int rc = load(why, sizeof(why));
 	if (!rc)
@@ -324,18 +324,11 @@ static int gds_open(const struct ods_config *cfg, const struct ods_accel *accel)
 	if (rc)
 		return ods_fail(rc, "OPENDS_BACKEND=gds: %s", why);
 	gds_accel = accel;
-	/* the POSIX path for host memory and for files cuFile refuses */
-	rc = ods_backend_ref.open(cfg, accel);
-	if (rc) {
-		driver_down();
-		return rc;
-	}
 	return 0;
 }
 
 static void gds_close(void)
 {
-	ods_backend_ref.close();
 	driver_down();
 	gds_accel = NULL;
 }
@@ -481,7 +474,7 @@ static ssize_t cufile_rw(struct ods_io *io, CUfileHandle_t cfh, char *base, off_
 	return (ssize_t)done;
 }
 
-/* A piece of io through the POSIX path (the reference backend). */
+/* A piece of io through the core's POSIX path. */
 static ssize_t posix_piece(const struct ods_io *io, size_t skip, size_t size)
 {
 	struct ods_io sub;
@@ -489,14 +482,14 @@ static ssize_t posix_piece(const struct ods_io *io, size_t skip, size_t size)
 	sub.buf = io->buf + skip;
 	sub.off = io->off + (off_t)skip;
 	sub.size = size;
-	return ods_backend_ref.rw(&sub);
+	return ods_posix_rw(&sub);
 }
 
 static ssize_t gds_rw(struct ods_io *io)
 {
 	struct gds_handle *g = io->fh->be;
 	if (io->mem != ODS_MEM_DEVICE || !g || g->path != PATH_CUFILE)
-		return ods_backend_ref.rw(io);
+		return ods_posix_rw(io);
 
 	bind_context(io->buf);
 	/* a range registered with cuFile must be named by its base */
@@ -524,17 +517,15 @@ static ssize_t gds_rw(struct ods_io *io)
 
 	/* O_DIRECT write: partial blocks at either end go through the POSIX
 	 * path's buffered twin, whole blocks through cuFile. */
-	off_t end = io->off + (off_t)io->size;
-	off_t m0 = (io->off + A - 1) & ~(A - 1), m1 = end & ~(A - 1);
-	if (m1 <= m0)
+	struct ods_blocks s;
+	if (!ods_split_blocks(io->off, io->size, io->off + (off_t)io->size, &s))
 		return posix_piece(io, 0, io->size);
-	size_t head = (size_t)(m0 - io->off), mid = (size_t)(m1 - m0), tail = (size_t)(end - m1);
 	ssize_t n;
-	if (head && (n = posix_piece(io, 0, head)) < 0)
+	if (s.head && (n = posix_piece(io, 0, s.head)) < 0)
 		return n;
-	if ((n = cufile_rw(io, g->cfh, base, boff + (off_t)head, mid, m0)) < 0)
+	if ((n = cufile_rw(io, g->cfh, base, boff + (off_t)s.head, s.mid, io->off + (off_t)s.head)) < 0)
 		return n;
-	if (tail && (n = posix_piece(io, head + mid, tail)) < 0)
+	if (s.tail && (n = posix_piece(io, s.head + s.mid, s.tail)) < 0)
 		return n;
 	return (ssize_t)io->size;
 }

@@ -46,8 +46,9 @@
  * Files are not registered with the rings: handles come and go on any
  *   thread while each ring belongs to its worker, and for chunks of a MiB
  *   the fd lookup registration saves is noise.
- * Corner cases that need ref's read-modify-write (a partial-block write on
- *   a handle without any buffered fd) are handed to ref whole, on a worker.
+ * Corner cases that need the POSIX path's read-modify-write (a partial-block
+ *   write on a handle without any buffered fd) are handed to it whole
+ *   (src/core/posix_io.c), on a worker.
  *
  * Layers without async copies (host, hostdev) run this same pipeline: the
  * copy is recorded and performed when the worker asks whether it is done,
@@ -120,15 +121,6 @@
 #define MAX_RETRY 64 /* EINTR / EAGAIN / ECANCELED resubmissions per chunk */
 #define WAKE_TAG ((uint64_t)1) /* user_data of the eventfd read; units are aligned */
 
-static inline off_t adown(off_t x)
-{
-	return x & ~(A - 1);
-}
-static inline off_t aup(off_t x)
-{
-	return (x + A - 1) & ~(A - 1);
-}
-
 /* ---- requests ----------------------------------------------------------- */
 
 struct ureq {
@@ -138,7 +130,7 @@ struct ureq {
 	off_t fsize;       /* file size at submit, -1 unknown */
 	int fd_direct, fd_buf;
 	bool started;      /* a chunk was handed out (cancel no longer applies) */
-	bool delegate;     /* run whole through ref on a worker */
+	bool delegate;     /* run whole through the POSIX path on a worker */
 	unsigned share;    /* chunks one worker may hold at once (see take_chunk) */
 	bool user_direct;  /* host memory aligned with the file: aligned chunks may
 			      go straight into it */
@@ -300,16 +292,16 @@ static off_t chunk_end_of(const struct ureq *r, off_t pos)
 {
 	off_t end = r->end, c = (off_t)U.chunk;
 	if (r->io->opcode == OPENDS_READ) {
-		off_t n = adown(pos) + c;
+		off_t n = ods_align_down(pos) + c;
 		return n < end ? n : end;
 	}
 	if (pos & (A - 1)) {
-		off_t n = aup(pos);
+		off_t n = ods_align_up(pos);
 		return n < end ? n : end;
 	}
 	if (end - pos < A)
 		return end;
-	off_t n = pos + c, e = adown(end);
+	off_t n = pos + c, e = ods_align_down(end);
 	return n < e ? n : e;
 }
 
@@ -323,8 +315,8 @@ static size_t chunk_count(const struct ureq *r)
 	if (r->delegate)
 		return 1;
 	if (r->io->opcode == OPENDS_READ)
-		return (size_t)((r->end - adown(off) + c - 1) / c);
-	off_t a0 = aup(off), a1 = adown(r->end);
+		return (size_t)((r->end - ods_align_down(off) + c - 1) / c);
+	off_t a0 = ods_align_up(off), a1 = ods_align_down(r->end);
 	size_t n = (size_t)((off & (A - 1)) != 0) + (size_t)((r->end & (A - 1)) != 0);
 	if (a1 > a0)
 		n += (size_t)((a1 - a0 + c - 1) / c);
@@ -568,15 +560,15 @@ static void start_read(struct unit *u)
 	if (u->direct) {
 		u->fd = r->fd_direct;
 		if (host && r->user_direct && !(u->c0 & (A - 1)) && !(u->c1 & (A - 1)) &&
-		    u->c1 <= adown(r->fsize)) {
+		    u->c1 <= ods_align_down(r->fsize)) {
 			u->slot = false;
 			u->io_off = u->c0;
 			u->io_len = (size_t)(u->c1 - u->c0);
 			u->io_buf = dst;
 		} else {
 			u->slot = true;
-			u->io_off = adown(u->c0);
-			u->io_len = (size_t)(aup(u->c1) - u->io_off);
+			u->io_off = ods_align_down(u->c0);
+			u->io_len = (size_t)(ods_align_up(u->c1) - u->io_off);
 		}
 	} else {
 		u->fd = r->fd_buf;
@@ -638,7 +630,7 @@ static void start_chunk(struct worker *w, struct ureq *r, off_t c0, off_t c1)
 	u->retries = 0;
 	u->hot = false;
 	if (r->delegate) {
-		ssize_t res = ods_backend_ref.rw(r->io);
+		ssize_t res = ods_posix_rw(r->io);
 		if (res >= 0 && r->io->opcode == OPENDS_READ && (size_t)res < r->io->size)
 			note_short(r, r->io->off + (off_t)res);
 		chunk_end(u, res < 0 ? (long)res : 0);
@@ -1106,10 +1098,7 @@ static int uring_open(const struct ods_config *cfg, const struct ods_accel *acce
 	pthread_mutex_init(&U.lock, NULL);
 	pthread_cond_init(&U.room, NULL);
 	pthread_cond_init(&U.ready_cv, NULL);
-	/* ref runs the rare requests uring hands over (see the header) */
-	int rc = ods_backend_ref.open(cfg, accel);
-	if (rc)
-		return rc;
+	int rc;
 	U.w = calloc(U.nthreads, sizeof(*U.w));
 	if (!U.w) {
 		pthread_cond_destroy(&U.room);
@@ -1169,7 +1158,6 @@ static int uring_open(const struct ods_config *cfg, const struct ods_accel *acce
 	return 0;
 fail:
 	stop_workers();
-	ods_backend_ref.close();
 	return rc;
 }
 
@@ -1179,7 +1167,6 @@ static void uring_close(void)
 	 * flight: workers leave only when the queue is empty and every unit
 	 * is free. */
 	stop_workers();
-	ods_backend_ref.close();
 }
 
 static void uring_describe(struct ods_handle *h, char *buf, size_t n)
@@ -1192,7 +1179,7 @@ static void uring_describe(struct ods_handle *h, char *buf, size_t n)
 	bool direct = ods_handle_fd_direct(h) >= 0;
 	snprintf(buf, n, "io_uring, %s; writes to partial blocks %s%s", direct ? "O_DIRECT for uncached ranges and "
 						       "buffered reads for cached ones" : "buffered only (O_DIRECT refused here)",
-		 ods_handle_fd_buffered(h) >= 0 ? "through a buffered fd" : "through the ref backend",
+		 ods_handle_fd_buffered(h) >= 0 ? "through a buffered fd" : "through a read-modify-write (POSIX path)",
 		 on_fuse(h->fd) ? "; writes through pwrite (FUSE)" : "");
 }
 
