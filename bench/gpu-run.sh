@@ -39,10 +39,10 @@ step "cuFile drop-in vs NVIDIA libcufile ($MIB MiB, hot and cold, 1 and 8 thread
 F=/var/tmp/cufile-bench.bin
 for m in hot cold; do
 	for t in 1 8; do
-		build-gpu/tests/compat/cufile_dropin_bench --lib=/usr/local/cuda/lib64/libcufile.so.0 --file=$F \
+		build-gpu/tests/dropin/cufile_dropin_bench --lib=/usr/local/cuda/lib64/libcufile.so.0 --file=$F \
 			--size-mib=$MIB --mode=$m --threads=$t 2>&1 | tee -a "$OUT/cufile-dropin.log"
-		OPENDS_ACCEL=cuda build-gpu/tests/compat/cufile_dropin_bench \
-			--lib=build-gpu/src/compat/cufile/libcufile.so.0 --file=$F --size-mib=$MIB --mode=$m --threads=$t 2>&1 |
+		OPENDS_ACCEL=cuda build-gpu/tests/dropin/cufile_dropin_bench \
+			--lib=build-gpu/src/dropin/cufile/libcufile.so.0 --file=$F --size-mib=$MIB --mode=$m --threads=$t 2>&1 |
 			tee -a "$OUT/cufile-dropin.log"
 	done
 done

@@ -34,8 +34,8 @@
 #include "gds.h"
 
 #define ODS_CUFILE_NO_CUDA_H
-#include "../../compat/cufile/include/cufile.h"
-#include "../../compat/cufile/cufile_layout.h"
+#include "../../vendor/cufile/cufile.h"
+#include "../../vendor/cufile/cufile_layout.h"
 
 ODS_CUFILE_LAYOUT_CHECKS();
 ODS_CUFILE_PROTO_CHECKS();

@@ -1,10 +1,10 @@
 /*
  * OpenDS's own declaration of the cuFile C interface (libcufile.so.0), written
  * from the public API reference: the types, constants and functions that the
- * OpenDS cuFile drop-in (src/compat/cufile) provides, with cuFile's names,
+ * OpenDS cuFile drop-in (src/dropin/cufile) provides, with cuFile's names,
  * numeric values and x86-64/aarch64 LP64 layouts. It lets programs written
  * for cuFile, and OpenDS itself, build where NVIDIA's cufile.h is absent.
- * src/compat/cufile/layout_check.c proves the layouts equal NVIDIA's header
+ * src/vendor/cufile/layout_check.c proves the layouts equal NVIDIA's header
  * wherever that header is present.
  *
  * CUDA types: if <cuda.h> is available it is used; otherwise (or with

@@ -3,7 +3,7 @@
  * implemented on OpenDS's public API (include/opends.h), so that programs
  * written and built for NVIDIA's cuFile run on any OpenDS backend, with or
  * without a GPU. Layouts, status codes and calling conventions are cuFile's
- * (see include/cufile.h and cufile_layout.h); docs/cufile-dropin.md lists
+ * (see src/vendor/cufile/cufile.h and cufile_layout.h); docs/cufile-dropin.md lists
  * what is provided and how each call maps.
  *
  * Conventions kept:

@@ -1,7 +1,7 @@
 /*
  * Compiled only where NVIDIA's cufile.h is found: the layouts and values of
- * that header must be the ones OpenDS's own declaration
- * (include/cufile.h, used by the drop-in and the gds backend) is checked
+ * that header must be the ones OpenDS's own declaration (cufile.h in this
+ * folder, used by the drop-in, the loader and the gds backend) is checked
  * against in cufile.c and gds.c. A mismatch fails the build here.
  */
 #include <cufile.h>
@@ -20,7 +20,7 @@ int ods_cufile_layout_checked(void)
 }
 
 /* Newer than cuFile 1.15 (the GPU machine's): checked where the header has
- * them (src/compat/cufile/meson.build probes for each). */
+ * them (src/vendor/cufile/meson.build probes for each). */
 #ifdef ODS_CF_HAVE_IOVEC
 ODS_CF_SIZE(CUfileIOVec_t, 16);
 ODS_CF_OFF(CUfileIOVec_t, len, 8);

@@ -1,9 +1,9 @@
 /*
- * test_cufile_compat --lib=PATH [--mem=host|device]
+ * test_cufile_dropin --lib=PATH [--mem=host|device]
  *
- * A cuFile program: it uses only cuFile's API (compiled against NVIDIA's
- * cufile.h where the build found it, else against OpenDS's declaration)
- * and loads the libcufile.so.0 named by --lib with dlopen, so the same
+ * A cuFile program: it uses only cuFile's API (OpenDS's declaration, which
+ * the build proves equal to NVIDIA's) and loads the libcufile.so.0 named by
+ * --lib with OpenDS's cuFile loader (src/vendor/cufile_api.h), so the same
  * binary runs against NVIDIA's library and against OpenDS's drop-in. It
  * opens the driver, registers handles and a buffer, reads and writes with
  * offsets, runs a stream read and write and a batch, all byte-exact against
@@ -34,7 +34,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <cufile.h>
+#include "cufile.h"
+#include "cufile_api.h"
 
 #include "../gds/cudrv.h"
 
@@ -44,32 +45,12 @@
 
 /* ---- the library under test -------------------------------------------- */
 
-#define FN(name) __typeof__(name) *name
+static struct ods_cufile_api L; /* src/vendor/cufile_api.h */
+/* the drop-in's libopends, where the library under test is the drop-in */
 static struct {
-	FN(cuFileDriverOpen);
-	FN(cuFileDriverClose_v2);
-	FN(cuFileDriverGetProperties);
-	FN(cuFileHandleRegister);
-	FN(cuFileHandleDeregister);
-	FN(cuFileBufRegister);
-	FN(cuFileBufDeregister);
-	FN(cuFileRead);
-	FN(cuFileWrite);
-	FN(cuFileReadAsync);
-	FN(cuFileWriteAsync);
-	FN(cuFileStreamRegister);
-	FN(cuFileStreamDeregister);
-	FN(cuFileBatchIOSetUp);
-	FN(cuFileBatchIOSubmit);
-	FN(cuFileBatchIOGetStatus);
-	FN(cuFileBatchIODestroy);
-	/* optional */
-	FN(cuFileGetVersion);
-	FN(cuFileUseCount);
-	void *ods_stream_sync;    /* the drop-in's libopends: opends_stream_synchronize */
-	const char *(*ods_detail)(void);
-} L;
-#undef FN
+	void *stream_sync; /* opends_stream_synchronize */
+	const char *(*detail)(void);
+} O;
 
 static bool dropin;
 static bool device;
@@ -79,8 +60,8 @@ static const char *phase = "start";
 	do {                                                                        \
 		fprintf(stderr, "%s:%d: FAIL [%s]: ", __FILE__, __LINE__, phase);   \
 		fprintf(stderr, __VA_ARGS__);                                       \
-		if (L.ods_detail)                                                   \
-			fprintf(stderr, "\n    OpenDS detail: %s", L.ods_detail()); \
+		if (O.detail)                                                   \
+			fprintf(stderr, "\n    OpenDS detail: %s", O.detail()); \
 		fprintf(stderr, "\n");                                              \
 		exit(1);                                                            \
 	} while (0)
@@ -120,45 +101,31 @@ static void skip(const char *fmt, ...)
 
 static void load(const char *path)
 {
-	void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-	if (!lib)
-		skip("cannot load %s: %s", path, dlerror());
-	dropin = dlsym(lib, "opends_cufile_dropin") != NULL;
+	char why[512];
+	if (ods_cufile_load(&L, path, 0, why, sizeof(why)))
+		skip("%s", why);
+	dropin = L.dropin;
 	const char *missing = NULL;
-#define REQ(name)                                                \
-	do {                                                     \
-		*(void **)&L.name = dlsym(lib, #name);           \
-		if (!L.name && !missing)                         \
-			missing = #name;                         \
+#define NEED(f)                              \
+	do {                                 \
+		if (!L.f && !missing)        \
+			missing = #f;        \
 	} while (0)
-	REQ(cuFileDriverOpen);
-	REQ(cuFileDriverClose_v2);
-	REQ(cuFileDriverGetProperties);
-	REQ(cuFileHandleRegister);
-	REQ(cuFileHandleDeregister);
-	REQ(cuFileBufRegister);
-	REQ(cuFileBufDeregister);
-	REQ(cuFileRead);
-	REQ(cuFileWrite);
-	REQ(cuFileReadAsync);
-	REQ(cuFileWriteAsync);
-	REQ(cuFileStreamRegister);
-	REQ(cuFileStreamDeregister);
-	REQ(cuFileBatchIOSetUp);
-	REQ(cuFileBatchIOSubmit);
-	REQ(cuFileBatchIOGetStatus);
-	REQ(cuFileBatchIODestroy);
-#undef REQ
-	CHECK(!missing, "%s does not export %s", path, missing);
-	*(void **)&L.cuFileGetVersion = dlsym(lib, "cuFileGetVersion");
-	*(void **)&L.cuFileUseCount = dlsym(lib, "cuFileUseCount");
+	NEED(cuFileReadAsync);
+	NEED(cuFileWriteAsync);
+	NEED(cuFileStreamRegister);
+	NEED(cuFileStreamDeregister);
+	NEED(cuFileBatchIOSetUp);
+	NEED(cuFileBatchIOSubmit);
+	NEED(cuFileBatchIOGetStatus);
+	NEED(cuFileBatchIODestroy);
+#undef NEED
+	CHECK(!missing, "%s does not export %s", L.where, missing);
 	if (dropin) {
-		L.ods_stream_sync = dlsym(lib, "opends_stream_synchronize");
-		*(void **)&L.ods_detail = dlsym(lib, "opends_last_error_detail");
+		O.stream_sync = dlsym(L.lib, "opends_stream_synchronize");
+		*(void **)&O.detail = dlsym(L.lib, "opends_last_error_detail");
 	}
-	Dl_info info;
-	const char *where = dladdr((void *)L.cuFileRead, &info) && info.dli_fname ? info.dli_fname : path;
-	printf("library: %s (%s)\n", where, dropin ? (const char *)dlsym(lib, "opends_cufile_dropin") : "NVIDIA cuFile");
+	printf("library: %s (%s)\n", L.where, dropin ? (const char *)dlsym(L.lib, "opends_cufile_dropin") : "NVIDIA cuFile");
 }
 
 /* ---- memory: host or device, through one interface ---------------------- */
@@ -211,8 +178,8 @@ static void stream_sync(void)
 {
 	if (device)
 		td.cuStreamSynchronize(NULL);
-	if (L.ods_stream_sync) /* the drop-in on host-ordered queues */
-		((opends_sync_fn)L.ods_stream_sync)(NULL);
+	if (O.stream_sync) /* the drop-in on host-ordered queues */
+		((opends_sync_fn)O.stream_sync)(NULL);
 }
 
 /* ---- data -------------------------------------------------------------- */
@@ -346,7 +313,7 @@ int main(int argc, char **argv)
 	CUfileError_t e = L.cuFileDriverOpen();
 	if (e.err != CU_FILE_SUCCESS) {
 		if (dropin && e.err == CU_FILE_PLATFORM_NOT_SUPPORTED)
-			skip("the drop-in's OpenDS cannot run here: %s", L.ods_detail ? L.ods_detail() : "");
+			skip("the drop-in's OpenDS cannot run here: %s", O.detail ? O.detail() : "");
 		if (!dropin)
 			skip("cuFileDriverOpen failed: %d (%s), cu_err %d", (int)e.err, cufileop_status_error(e.err),
 			     (int)e.cu_err);

@@ -1,7 +1,7 @@
 /*
  * The cuFile ABI facts OpenDS relies on, as compile-time checks. Included
  * after a declaration of the cuFile types - OpenDS's own
- * (include/cufile.h, by the drop-in and the gds backend) or NVIDIA's
+ * (src/vendor/cufile/cufile.h, by the drop-in and the gds backend) or NVIDIA's
  * (layout_check.c, wherever NVIDIA's cufile.h is found) - and expanded with
  * ODS_CUFILE_LAYOUT_CHECKS(). Both sides are checked against the same
  * numbers, so they agree with each other. The numbers are for LP64 Linux

@@ -30,7 +30,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <cufile.h>
+#include "cufile.h"
+#include "cufile_api.h"
 
 #include "../gds/cudrv.h"
 
@@ -38,17 +39,7 @@
 #undef cuFileDriverClose
 #endif
 
-#define FN(name) __typeof__(name) *name
-static struct {
-	FN(cuFileDriverOpen);
-	FN(cuFileDriverClose_v2);
-	FN(cuFileHandleRegister);
-	FN(cuFileHandleDeregister);
-	FN(cuFileRead);
-	FN(cuFileBufRegister);
-	FN(cuFileBufDeregister);
-} L;
-#undef FN
+static struct ods_cufile_api L; /* src/vendor/cufile_api.h */
 
 static CUfileHandle_t fh;
 static uint8_t *mem;
@@ -140,23 +131,12 @@ int main(int argc, char **argv)
 		printf("SKIP: %s\n", td_why);
 		return 77;
 	}
-	void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
-	if (!h) {
-		fprintf(stderr, "cannot load %s: %s\n", lib, dlerror());
+	char why[512];
+	if (ods_cufile_load(&L, lib, 0, why, sizeof(why))) {
+		fprintf(stderr, "%s\n", why);
 		return 1;
 	}
-	bool dropin = dlsym(h, "opends_cufile_dropin") != NULL;
-	*(void **)&L.cuFileDriverOpen = dlsym(h, "cuFileDriverOpen");
-	*(void **)&L.cuFileDriverClose_v2 = dlsym(h, "cuFileDriverClose_v2");
-	*(void **)&L.cuFileHandleRegister = dlsym(h, "cuFileHandleRegister");
-	*(void **)&L.cuFileHandleDeregister = dlsym(h, "cuFileHandleDeregister");
-	*(void **)&L.cuFileRead = dlsym(h, "cuFileRead");
-	*(void **)&L.cuFileBufRegister = dlsym(h, "cuFileBufRegister");
-	*(void **)&L.cuFileBufDeregister = dlsym(h, "cuFileBufDeregister");
-	if (!L.cuFileDriverOpen || !L.cuFileDriverClose_v2 || !L.cuFileHandleRegister || !L.cuFileRead) {
-		fprintf(stderr, "%s lacks cuFile symbols\n", lib);
-		return 1;
-	}
+	bool dropin = L.dropin;
 
 	/* the file */
 	struct stat st;
