@@ -36,6 +36,7 @@
 #define ODS_CUFILE_NO_CUDA_H
 #include "../../vendor/cufile/cufile.h"
 #include "../../vendor/cufile/cufile_layout.h"
+#include "../../vendor/cufile_api.h"
 
 ODS_CUFILE_LAYOUT_CHECKS();
 ODS_CUFILE_PROTO_CHECKS();
@@ -44,35 +45,16 @@ ODS_CUFILE_PROTO_CHECKS();
 
 /* ---- the loaded libraries ------------------------------------------------ */
 
-#define FN(name) __typeof__(name) *name
-static struct {
-	void *lib;
-	char path[PATH_MAX]; /* what was asked for */
-	char where[PATH_MAX]; /* the file the loader picked */
-	FN(cuFileDriverOpen);
-	FN(cuFileDriverClose_v2);
-	FN(cuFileDriverGetProperties);
-	FN(cuFileHandleRegister);
-	FN(cuFileHandleDeregister);
-	FN(cuFileBufRegister);
-	FN(cuFileBufDeregister);
-	FN(cuFileRead);
-	FN(cuFileWrite);
-	/* optional */
-	FN(cuFileGetVersion);
-	FN(cuFileGetParameterBool);
-	FN(cuFileReadAsync);
-	FN(cuFileWriteAsync);
-	FN(cuFileStreamRegister);
-	FN(cuFileStreamDeregister);
-	int version;
+/* NVIDIA's cuFile (src/vendor/cufile_api.h: the one loader) */
+static struct ods_cufile_api cf;
 
+static struct {
+	char path[PATH_MAX]; /* what was asked for */
 	bool drv_open;      /* cuFileDriverOpen succeeded and not closed */
 	bool direct;        /* nvidia-fs or P2PDMA reported */
 	int auto_verdict;   /* for path: 0 not probed, 1 direct, -1 compat */
 	char mode[320];     /* how cuFile runs, for messages */
-} cf;
-#undef FN
+} gs;
 
 
 /* The CUDA driver: a GPU must be there before cuFile is asked anything,
@@ -101,9 +83,8 @@ static const char *wanted_path(void)
 
 static void unload(void)
 {
-	if (cf.lib)
-		dlclose(cf.lib);
-	memset(&cf, 0, sizeof(cf));
+	ods_cufile_unload(&cf);
+	memset(&gs, 0, sizeof(gs));
 }
 
 /* Load libcufile (once per process and path; kept loaded: unloading
@@ -111,85 +92,33 @@ static void unload(void)
 static int load(char *why, size_t n)
 {
 	const char *path = wanted_path();
-	if (cf.lib && !strcmp(cf.path, path))
+	if (cf.lib && !strcmp(gs.path, path))
 		return 0;
 	if (cf.lib) {
-		if (cf.drv_open)
+		if (gs.drv_open)
 			return 0; /* the path changed while in use: keep the old */
 		unload();
 	}
 
-	int flags = RTLD_NOW | RTLD_LOCAL;
 	/* When the drop-in is already in the process, NVIDIA's library loaded
 	 * by path must bind its own cuFile symbols, not the drop-in's. */
-	if (strchr(path, '/') && dlsym(RTLD_DEFAULT, "opends_cufile_dropin"))
-		flags |= RTLD_DEEPBIND;
-	dlerror();
-	void *lib = dlopen(path, flags);
-	if (!lib) {
-		const char *e = dlerror();
-		snprintf(why, n, "cannot load %s (%s)%s", path, e ? e : "unknown error",
-			 getenv("OPENDS_CUFILE_LIBRARY") ? "" : "; OPENDS_CUFILE_LIBRARY can name NVIDIA's libcufile.so.0");
+	int deep = strchr(path, '/') && dlsym(RTLD_DEFAULT, "opends_cufile_dropin") ? RTLD_DEEPBIND : 0;
+	if (ods_cufile_load(&cf, path, deep, why, n)) {
+		if (!getenv("OPENDS_CUFILE_LIBRARY") && strncmp(why, "cannot load", 11) == 0) {
+			size_t l = strlen(why);
+			snprintf(why + l, n > l ? n - l : 0, "; OPENDS_CUFILE_LIBRARY can name NVIDIA's libcufile.so.0");
+		}
 		return OPENDS_PLATFORM_NOT_SUPPORTED;
 	}
-
-	char where[PATH_MAX] = "";
-	Dl_info info;
-	void *any = dlsym(lib, "cuFileDriverOpen");
-	if (any && dladdr(any, &info) && info.dli_fname)
-		snprintf(where, sizeof(where), "%s", info.dli_fname);
-	else
-		snprintf(where, sizeof(where), "%s", path);
-
-	if (dlsym(lib, "opends_cufile_dropin")) {
+	if (cf.dropin) {
 		snprintf(why, n,
 			 "%s is OpenDS's cuFile drop-in, not NVIDIA's cuFile; set OPENDS_CUFILE_LIBRARY to the path "
 			 "of NVIDIA's libcufile.so.0",
-			 where);
-		dlclose(lib);
+			 cf.where);
+		ods_cufile_unload(&cf);
 		return OPENDS_PLATFORM_NOT_SUPPORTED;
 	}
-
-	cf.lib = lib;
-	snprintf(cf.path, sizeof(cf.path), "%s", path);
-	snprintf(cf.where, sizeof(cf.where), "%s", where);
-	const char *missing = NULL;
-#define REQ(name)                                                         \
-	do {                                                              \
-		*(void **)&cf.name = dlsym(lib, #name);                   \
-		if (!cf.name && !missing)                                 \
-			missing = #name;                                  \
-	} while (0)
-#define OPT(name) (*(void **)&cf.name = dlsym(lib, #name))
-	REQ(cuFileDriverOpen);
-	OPT(cuFileDriverClose_v2);
-	if (!cf.cuFileDriverClose_v2)
-		*(void **)&cf.cuFileDriverClose_v2 = dlsym(lib, "cuFileDriverClose");
-	if (!cf.cuFileDriverClose_v2 && !missing)
-		missing = "cuFileDriverClose";
-	REQ(cuFileDriverGetProperties);
-	REQ(cuFileHandleRegister);
-	REQ(cuFileHandleDeregister);
-	REQ(cuFileBufRegister);
-	REQ(cuFileBufDeregister);
-	REQ(cuFileRead);
-	REQ(cuFileWrite);
-	OPT(cuFileGetVersion);
-	OPT(cuFileGetParameterBool);
-	OPT(cuFileReadAsync);
-	OPT(cuFileWriteAsync);
-	OPT(cuFileStreamRegister);
-	OPT(cuFileStreamDeregister);
-#undef REQ
-#undef OPT
-	if (missing) {
-		snprintf(why, n, "%s has no %s; it is not a usable libcufile.so.0", where, missing);
-		unload();
-		return OPENDS_PLATFORM_NOT_SUPPORTED;
-	}
-	cf.version = 0;
-	if (cf.cuFileGetVersion)
-		cf.cuFileGetVersion(&cf.version);
+	snprintf(gs.path, sizeof(gs.path), "%s", path);
 
 	if (!cu.lib) {
 		cu.lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -253,7 +182,7 @@ static int gpu_present(char *why, size_t n)
 
 static int driver_up(char *why, size_t n)
 {
-	if (cf.drv_open)
+	if (gs.drv_open)
 		return 0;
 	int rc = gpu_present(why, n);
 	if (rc)
@@ -273,16 +202,16 @@ static int driver_up(char *why, size_t n)
 		cf.cuFileDriverClose_v2();
 		return OPENDS_PLATFORM_NOT_SUPPORTED;
 	}
-	cf.direct = direct_path(&p, cf.mode, sizeof(cf.mode));
-	cf.drv_open = true;
+	gs.direct = direct_path(&p, gs.mode, sizeof(gs.mode));
+	gs.drv_open = true;
 	return 0;
 }
 
 static void driver_down(void)
 {
-	if (cf.drv_open)
+	if (gs.drv_open)
 		cf.cuFileDriverClose_v2();
-	cf.drv_open = false;
+	gs.drv_open = false;
 }
 
 static int gds_probe(const struct ods_config *cfg, char *why, size_t n)
@@ -297,16 +226,16 @@ static int gds_probe(const struct ods_config *cfg, char *why, size_t n)
 		return rc;
 	/* auto asks once per process and library: opening cuFile is slow and
 	 * writes cufile.log, and the answer does not change */
-	if (is_auto && cf.auto_verdict < 0) {
-		snprintf(why, n, "cuFile is in compatibility mode; uring is faster (%s)", cf.mode);
+	if (is_auto && gs.auto_verdict < 0) {
+		snprintf(why, n, "cuFile is in compatibility mode; uring is faster (%s)", gs.mode);
 		return OPENDS_PLATFORM_NOT_SUPPORTED;
 	}
 	if ((rc = driver_up(why, n)))
 		return rc;
 	if (is_auto) {
-		cf.auto_verdict = cf.direct ? 1 : -1;
-		if (!cf.direct) {
-			snprintf(why, n, "cuFile is in compatibility mode; uring is faster (%s)", cf.mode);
+		gs.auto_verdict = gs.direct ? 1 : -1;
+		if (!gs.direct) {
+			snprintf(why, n, "cuFile is in compatibility mode; uring is faster (%s)", gs.mode);
 			driver_down();
 			return OPENDS_PLATFORM_NOT_SUPPORTED;
 		}
@@ -370,7 +299,7 @@ static void gds_handle_close(struct ods_handle *h)
 	struct gds_handle *g = h->be;
 	if (!g)
 		return;
-	if (g->path == PATH_CUFILE && cf.drv_open)
+	if (g->path == PATH_CUFILE && gs.drv_open)
 		cf.cuFileHandleDeregister(g->cfh);
 	free(g);
 	h->be = NULL;
@@ -535,7 +464,7 @@ static ssize_t gds_rw(struct ods_io *io)
 int ods_gds_buf_register(void *p, size_t n, enum ods_mem_kind k, void **priv)
 {
 	*priv = NULL;
-	if (k != ODS_MEM_DEVICE || !cf.drv_open)
+	if (k != ODS_MEM_DEVICE || !gs.drv_open)
 		return 0;
 	bind_context(p);
 	if (cf.cuFileBufRegister(p, n, 0).err == CU_FILE_SUCCESS)
@@ -547,7 +476,7 @@ void ods_gds_buf_deregister(void *p, size_t n, enum ods_mem_kind k, void *priv)
 {
 	(void)n;
 	(void)k;
-	if (priv && cf.drv_open)
+	if (priv && gs.drv_open)
 		cf.cuFileBufDeregister(p);
 }
 
@@ -586,13 +515,13 @@ int ods_gds_stream_deregister(void *stream)
 static void gds_describe(struct ods_handle *h, char *buf, size_t n)
 {
 	if (!h) {
-		snprintf(buf, n, "%s (%s path)", cf.mode, cf.direct ? "direct" : "compatibility");
+		snprintf(buf, n, "%s (%s path)", gs.mode, gs.direct ? "direct" : "compatibility");
 		return;
 	}
 	struct gds_handle *g = h->be;
 	if (g && g->path == PATH_CUFILE)
 		snprintf(buf, n, "cuFile for device memory (%s path), POSIX for host memory",
-			 cf.direct ? "direct" : "compatibility");
+			 gs.direct ? "direct" : "compatibility");
 	else
 		snprintf(buf, n, "POSIX path: cuFileHandleRegister refused the file (%d)", g ? g->refused : 0);
 }
