@@ -2,7 +2,8 @@
  * test_gpu: OpenDS with the cuda accelerator against a host oracle.
  *
  * Exit 77 (skip) without libcuda.so.1 or without a GPU. libcuda is loaded
- * with dlopen, as the library does, so this builds wherever cuda.h is.
+ * by the library's own loader (src/vendor/cuda_api.h), so this builds
+ * wherever cuda.h is.
  *
  * Covered: byte-exact reads into cuMemAlloc'ed memory over a sweep of
  * sizes, file offsets and buffer offsets, with and without O_DIRECT, with
@@ -14,29 +15,17 @@
  * (more than the hardware queues); and the context rule (a second context
  * current -> OPENDS_CONTEXT_MISMATCH).
  */
-#include <cuda.h>
-#include <dlfcn.h>
 #include <pthread.h>
 
 #include "../common.h"
-
-#define STR_(x) #x
-#define STR(x) STR_(x)
-#define CU_FNS(X)                                                                                      \
-	X(cuInit) X(cuDeviceGet) X(cuDeviceGetCount) X(cuDevicePrimaryCtxRetain) X(cuCtxSetCurrent)     \
-	X(cuCtxPushCurrent) X(cuCtxPopCurrent) X(cuCtxCreate) X(cuCtxDestroy) X(cuMemAlloc) X(cuMemFree) \
-	X(cuMemsetD8) X(cuMemcpyDtoH) X(cuMemcpyHtoD) X(cuMemcpyDtoHAsync) X(cuMemHostAlloc)             \
-	X(cuMemFreeHost) X(cuStreamSynchronize) X(cuLaunchHostFunc) X(cuGetErrorString) X(cuCtxSynchronize)
-#define DECL(f) static __typeof__(f) *p_##f;
-CU_FNS(DECL)
-#undef DECL
+#include "cuda_api.h"
 
 #define CU(call)                                                                       \
 	do {                                                                           \
 		CUresult r_ = (call);                                                  \
 		if (r_ != CUDA_SUCCESS) {                                              \
 			const char *s_ = "?";                                          \
-			p_cuGetErrorString(r_, &s_);                                   \
+			ods_cu.cuGetErrorString(r_, &s_);                                   \
 			FAILF("%s: CUresult %d (%s)", #call, (int)r_, s_);             \
 		}                                                                      \
 	} while (0)
@@ -50,21 +39,20 @@ static uint8_t *host; /* DEVLEN bytes of host scratch */
 
 static void load_cuda(void)
 {
-	void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-	if (!lib)
-		skip("libcuda.so.1 not found");
-#define LOAD(f)                                                                 \
-	if (!(p_##f = (__typeof__(p_##f))dlsym(lib, STR(f))))                   \
-		skip("libcuda.so.1 has no %s", STR(f));
-	CU_FNS(LOAD)
-#undef LOAD
+	char why[256];
+	static const char *const need[] = { "cuCtxCreate", NULL };
+	const char *miss;
 	int n = 0;
-	if (p_cuInit(0) != CUDA_SUCCESS || p_cuDeviceGetCount(&n) != CUDA_SUCCESS || n == 0)
+	if (ods_cu_load(why, sizeof why) != ODS_CU_OK)
+		skip("%s", why);
+	if ((miss = ods_cu_missing(need)))
+		skip("libcuda.so.1 has no %s", miss);
+	if (ods_cu.cuDeviceGetCount(&n) != CUDA_SUCCESS || n == 0)
 		skip("no CUDA device");
 	CUdevice d;
-	CU(p_cuDeviceGet(&d, 0));
-	CU(p_cuDevicePrimaryCtxRetain(&primary, d));
-	CU(p_cuCtxSetCurrent(primary));
+	CU(ods_cu.cuDeviceGet(&d, 0));
+	CU(ods_cu.cuDevicePrimaryCtxRetain(&primary, d));
+	CU(ods_cu.cuCtxSetCurrent(primary));
 }
 
 /* ---- reads into device memory --------------------------------------------- */
@@ -73,17 +61,17 @@ static void rd_dev(opends_handle_t fh, bool direct, uint64_t off, size_t size, s
 {
 	size_t span = boff + size + 4096;
 	CHECK(span <= DEVLEN);
-	CU(p_cuMemsetD8(dev, T_CANARY, span));
+	CU(ods_cu.cuMemsetD8(dev, T_CANARY, span));
 	/* cuMemsetD8 may still run when it returns, and the library's copies
 	 * are not ordered after the caller's stream work (as with cuFile) */
-	CU(p_cuCtxSynchronize());
+	CU(ods_cu.cuCtxSynchronize());
 	size_t want = t_expect_read(fsize, off, size);
 	ssize_t got = opends_sync_read(fh, (void *)(uintptr_t)dev, size, (off_t)off, (off_t)boff);
 	if (got != (ssize_t)want)
 		FAILF("%s read(size %zu, off %llu, buf_offset %zu) returned %zd (%s), expected %zu",
 		      direct ? "O_DIRECT" : "buffered", size, (unsigned long long)off, boff, got,
 		      got < 0 ? t_errname(got) : "bytes", want);
-	CU(p_cuMemcpyDtoH(host, dev, span));
+	CU(ods_cu.cuMemcpyDtoH(host, dev, span));
 	VERIFY(host + boff, oracle + (want ? off : 0), want, "data, %s read(size %zu, off %llu, buf_offset %zu)",
 	       direct ? "O_DIRECT" : "buffered", size, (unsigned long long)off, boff);
 	VERIFY_CANARY(host, boff, "bytes before the target (size %zu, off %llu, buf_offset %zu)", size,
@@ -129,8 +117,8 @@ static void writes(const char *path, bool direct)
 	};
 	for (size_t i = 0; i < sizeof w / sizeof *w; i++) {
 		t_fill_seed(host, 100 + i, w[i].size + w[i].boff);
-		CU(p_cuMemcpyHtoD(dev, host, w[i].size + w[i].boff));
-		CU(p_cuCtxSynchronize()); /* pageable HtoD may return before its DMA ends */
+		CU(ods_cu.cuMemcpyHtoD(dev, host, w[i].size + w[i].boff));
+		CU(ods_cu.cuCtxSynchronize()); /* pageable HtoD may return before its DMA ends */
 		EXPECT_SSZ(opends_sync_write(fh, (void *)(uintptr_t)dev, w[i].size, (off_t)w[i].off, (off_t)w[i].boff),
 			   (ssize_t)w[i].size);
 		memcpy(mirror + w[i].off, host + w[i].boff, w[i].size);
@@ -158,7 +146,7 @@ static void async_batch(opends_handle_t fh)
 				     &f[i]));
 	for (int i = 0; i < N; i++)
 		EXPECT_SSZ_ND(opends_async_await(&f[i]), (ssize_t)(T_MiB + 3));
-	CU(p_cuMemcpyDtoH(host, dev, N * 2 * T_MiB));
+	CU(ods_cu.cuMemcpyDtoH(host, dev, N * 2 * T_MiB));
 	for (int i = 0; i < N; i++)
 		VERIFY(host + i * 2 * T_MiB, oracle + i * 777, T_MiB + 3, "async read %d", i);
 
@@ -177,8 +165,8 @@ static void async_batch(opends_handle_t fh)
 		p[i].u.batch.size = 2 * T_MiB - 1;
 		p[i].cookie = (void *)(uintptr_t)(i + 1);
 	}
-	CU(p_cuMemsetD8(dev, 0, N * 2 * T_MiB));
-	CU(p_cuCtxSynchronize());
+	CU(ods_cu.cuMemsetD8(dev, 0, N * 2 * T_MiB));
+	CU(ods_cu.cuCtxSynchronize());
 	OK(opends_batch_submit(b, N, p, 0));
 	unsigned got = 0;
 	opends_io_events_t ev[N];
@@ -192,7 +180,7 @@ static void async_batch(opends_handle_t fh)
 		       "batch event %d: status %d ret %zd", i, (int)ev[i].status, ev[i].ret);
 	}
 	OK(opends_batch_destroy(b));
-	CU(p_cuMemcpyDtoH(host, dev, N * 2 * T_MiB));
+	CU(ods_cu.cuMemcpyDtoH(host, dev, N * 2 * T_MiB));
 	for (int i = 0; i < N; i++)
 		VERIFY(host + i * 2 * T_MiB + 1, oracle + i * 4096 * 3 + 5, 2 * T_MiB - 1, "batch entry %d", i);
 }
@@ -222,26 +210,26 @@ static void streams(const char *path)
 	OK(opends_stream_create(&s));
 	uint8_t *pinned = NULL;
 	size_t n = 4 * T_MiB + 123;
-	CU(p_cuMemHostAlloc((void **)&pinned, n, 0));
+	CU(ods_cu.cuMemHostAlloc((void **)&pinned, n, 0));
 	uint8_t *want = t_xmalloc(n);
 	for (int rep = 0; rep < 20; rep++) {
 		t_fill_seed(want, 1000 + (uint64_t)rep, n);
 		t_pwrite_all(fd, want, n, 4096 + 5);
 		struct sargs a = { n, 4096 + 5, 3, -1 };
 		OK(opends_stream_read(fh, (void *)(uintptr_t)dev, &a.size, &a.foff, &a.boff, &a.res, s));
-		CU(p_cuMemcpyDtoHAsync(pinned, dev + 3, n, (CUstream)s));
-		CU(p_cuStreamSynchronize((CUstream)s));
+		CU(ods_cu.cuMemcpyDtoHAsync(pinned, dev + 3, n, (CUstream)s));
+		CU(ods_cu.cuStreamSynchronize((CUstream)s));
 		CHECKF(a.res == (ssize_t)n, "rep %d: bytes_read %zd", rep, a.res);
 		VERIFY(pinned, want, n, "rep %d: the copy after the stream read saw old bytes", rep);
 	}
 
 	t_phase = "stream: deferred evaluation through a host function";
 	struct sargs d = { 0, 4096 + 5, 0, -1 };
-	CU(p_cuMemsetD8(dev, 0, n));
-	CU(p_cuCtxSynchronize());
-	CU(p_cuLaunchHostFunc((CUstream)s, set_size, &d));
+	CU(ods_cu.cuMemsetD8(dev, 0, n));
+	CU(ods_cu.cuCtxSynchronize());
+	CU(ods_cu.cuLaunchHostFunc((CUstream)s, set_size, &d));
 	OK(opends_stream_read(fh, (void *)(uintptr_t)dev, &d.size, &d.foff, &d.boff, &d.res, s));
-	CU(p_cuMemcpyDtoHAsync(pinned, dev, n, (CUstream)s));
+	CU(ods_cu.cuMemcpyDtoHAsync(pinned, dev, n, (CUstream)s));
 	OK(opends_stream_synchronize(s));
 	CHECKF(d.res == (ssize_t)(3 * T_MiB + 1), "deferred: bytes_read %zd, expected %zu (size read at submit?)",
 	       d.res, 3 * T_MiB + 1);
@@ -250,13 +238,13 @@ static void streams(const char *path)
 	t_phase = "stream: write then read back on the NULL stream";
 	struct sargs w = { T_MiB, 12345, 0, -1 }, r = { T_MiB, 12345, 2 * T_MiB, -1 };
 	t_fill_seed(host, 77, T_MiB);
-	CU(p_cuMemcpyHtoD(dev, host, T_MiB));
-	CU(p_cuCtxSynchronize());
+	CU(ods_cu.cuMemcpyHtoD(dev, host, T_MiB));
+	CU(ods_cu.cuCtxSynchronize());
 	OK(opends_stream_write(fh, (void *)(uintptr_t)dev, &w.size, &w.foff, &w.boff, &w.res, NULL));
 	OK(opends_stream_read(fh, (void *)(uintptr_t)dev, &r.size, &r.foff, &r.boff, &r.res, NULL));
 	OK(opends_stream_synchronize(NULL));
 	CHECKF(w.res == (ssize_t)T_MiB && r.res == (ssize_t)T_MiB, "NULL stream: %zd %zd", w.res, r.res);
-	CU(p_cuMemcpyDtoH(pinned, dev + 2 * T_MiB, T_MiB));
+	CU(ods_cu.cuMemcpyDtoH(pinned, dev + 2 * T_MiB, T_MiB));
 	VERIFY(pinned, host, T_MiB, "NULL stream write/read");
 
 	t_phase = "stream: register hints, destroy";
@@ -265,7 +253,7 @@ static void streams(const char *path)
 	EXPECT_ERR(opends_stream_deregister(s), OPENDS_INVALID_VALUE);
 	OK(opends_stream_destroy(s));
 	EXPECT_ERR(opends_stream_destroy(s), OPENDS_INVALID_VALUE);
-	CU(p_cuMemFreeHost(pinned));
+	CU(ods_cu.cuMemFreeHost(pinned));
 	free(want);
 	OK(opends_handle_deregister(fh));
 	close(fd);
@@ -289,8 +277,8 @@ static void many_streams(const char *path)
 	static struct sargs o[NS][PER];
 	for (int i = 0; i < NS; i++)
 		OK(opends_stream_create(&st[i]));
-	CU(p_cuMemsetD8(dev, 0, (size_t)NS * PER * L));
-	CU(p_cuCtxSynchronize());
+	CU(ods_cu.cuMemsetD8(dev, 0, (size_t)NS * PER * L));
+	CU(ods_cu.cuCtxSynchronize());
 	for (int j = 0; j < PER; j++)
 		for (int i = 0; i < NS; i++) {
 			size_t k = (size_t)i * PER + (size_t)j;
@@ -300,7 +288,7 @@ static void many_streams(const char *path)
 		}
 	for (int i = 0; i < NS; i++)
 		OK(opends_stream_synchronize(st[i]));
-	CU(p_cuMemcpyDtoH(host, dev, (size_t)NS * PER * L));
+	CU(ods_cu.cuMemcpyDtoH(host, dev, (size_t)NS * PER * L));
 	for (int i = 0; i < NS; i++) {
 		for (int j = 0; j < PER; j++) {
 			size_t k = (size_t)i * PER + (size_t)j;
@@ -319,23 +307,23 @@ static void context_mismatch(opends_handle_t fh)
 {
 	t_phase = "context mismatch";
 	CUdevice d;
-	CU(p_cuDeviceGet(&d, 0));
+	CU(ods_cu.cuDeviceGet(&d, 0));
 	CUcontext other;
 #if CUDA_VERSION >= 13000
-	CU(p_cuCtxCreate(&other, NULL, 0, d));
+	CU(ods_cu.cuCtxCreate(&other, NULL, 0, d));
 #else
-	CU(p_cuCtxCreate(&other, 0, d));
+	CU(ods_cu.cuCtxCreate(&other, 0, d));
 #endif
 	/* cuCtxCreate made it current on this thread */
 	EXPECT_SSZ(opends_sync_read(fh, (void *)(uintptr_t)dev, 4096, 0, 0), -OPENDS_CONTEXT_MISMATCH);
 	struct sargs a = { 4096, 0, 0, -1 };
 	EXPECT_ERR(opends_stream_read(fh, (void *)(uintptr_t)dev, &a.size, &a.foff, &a.boff, &a.res, NULL),
 		   OPENDS_CONTEXT_MISMATCH);
-	CU(p_cuCtxDestroy(other));
-	CU(p_cuCtxSetCurrent(NULL));
+	CU(ods_cu.cuCtxDestroy(other));
+	CU(ods_cu.cuCtxSetCurrent(NULL));
 	/* no context current is fine: the library uses its own */
 	EXPECT_SSZ(opends_sync_read(fh, (void *)(uintptr_t)dev, 4096, 0, 0), 4096);
-	CU(p_cuCtxSetCurrent(primary));
+	CU(ods_cu.cuCtxSetCurrent(primary));
 }
 
 int main(void)
@@ -353,7 +341,7 @@ int main(void)
 	fsize = 10 * T_MiB + 1234;
 	t_write_pattern_file(path, fsize, hashpat);
 	oracle = t_oracle(fsize, hashpat);
-	CU(p_cuMemAlloc(&dev, DEVLEN));
+	CU(ods_cu.cuMemAlloc(&dev, DEVLEN));
 	host = t_xmalloc(DEVLEN);
 
 	for (int direct = 0; direct < 2; direct++) {
@@ -381,7 +369,7 @@ int main(void)
 	many_streams(path);
 	streams(path);
 
-	CU(p_cuMemFree(dev));
+	CU(ods_cu.cuMemFree(dev));
 	OK(opends_driver_close());
 	free(host);
 	free(oracle);

@@ -1,6 +1,6 @@
 /*
- * The CUDA accelerator layer over the driver API, loaded at run time with
- * dlopen("libcuda.so.1"): the library builds against cuda.h alone and runs
+ * The CUDA accelerator layer over the driver API, loaded at run time by
+ * src/vendor/cuda_api.c: the library builds against cuda.h alone and runs
  * (falling back to the host layer under OPENDS_ACCEL=auto) where no driver
  * is installed.
  *
@@ -16,8 +16,6 @@
  * first (cuStreamWaitValue32), then writes 1 to the second, which tells
  * the host it is past the wait and the gate can be reused.
  */
-#include <cuda.h>
-#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,25 +24,7 @@
 #include <unistd.h>
 
 #include "ods.h"
-
-/* Every entry point used. cuda.h maps most names to versioned symbols
- * (cuMemcpyHtoDAsync -> cuMemcpyHtoDAsync_v2); the pointer types and the
- * dlsym names below both go through those macros, so each pointer has the
- * prototype of the symbol it is loaded from. */
-#define CU_FNS(X)                                                                                        \
-	X(cuInit) X(cuGetErrorString) X(cuCtxGetCurrent) X(cuCtxSetCurrent) X(cuCtxPushCurrent)          \
-	X(cuCtxPopCurrent) X(cuDeviceGet) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease)       \
-	X(cuPointerGetAttribute) X(cuMemHostRegister) X(cuMemHostUnregister) X(cuMemHostAlloc)           \
-	X(cuMemFreeHost) X(cuMemHostGetDevicePointer)                                                      \
-	X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuStreamCreate) X(cuStreamDestroy)                   \
-	X(cuStreamSynchronize) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventQuery)       \
-	X(cuEventSynchronize) X(cuLaunchHostFunc) X(cuStreamWaitValue32) X(cuStreamWriteValue32)
-
-#define STR_(x) #x
-#define STR(x) STR_(x)
-#define DECL(f) static __typeof__(f) *p_##f;
-CU_FNS(DECL)
-#undef DECL
+#include "cuda_api.h"
 
 /* gates: a flag pair in mapped pinned memory */
 struct gate {
@@ -68,7 +48,6 @@ struct gblock {
 };
 
 static struct {
-	void *lib;
 	CUcontext ctx;
 	CUdevice dev;
 	bool own_primary;
@@ -84,8 +63,8 @@ static struct {
 static int cu_fail(CUresult r, const char *what)
 {
 	const char *s = NULL;
-	if (p_cuGetErrorString)
-		p_cuGetErrorString(r, &s);
+	if (ods_cu.cuGetErrorString)
+		ods_cu.cuGetErrorString(r, &s);
 	return ods_fail(OPENDS_DEVICE_DRIVER_ERROR, "cuda: %s failed: %s (CUresult %d)", what, s ? s : "?", (int)r);
 }
 
@@ -94,63 +73,43 @@ static int cu_fail(CUresult r, const char *what)
 static bool enter(void)
 {
 	CUcontext cur = NULL;
-	if (p_cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur)
+	if (ods_cu.cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur)
 		return false;
-	return p_cuCtxPushCurrent(C.ctx) == CUDA_SUCCESS;
+	return ods_cu.cuCtxPushCurrent(C.ctx) == CUDA_SUCCESS;
 }
 
 static void leave(bool pushed)
 {
 	CUcontext dummy;
 	if (pushed)
-		p_cuCtxPopCurrent(&dummy);
+		ods_cu.cuCtxPopCurrent(&dummy);
 }
 
 /* ---- open / close -------------------------------------------------------- */
-
-static void unload(void)
-{
-	if (C.lib)
-		dlclose(C.lib);
-	memset(&C, 0, sizeof(C));
-}
 
 static int cuda_open(const struct ods_config *cfg, char *why, size_t why_len)
 {
 	(void)cfg;
 	memset(&C, 0, sizeof(C));
-	C.lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-	if (!C.lib) {
-		snprintf(why, why_len, "libcuda.so.1 not found");
+	switch (ods_cu_load(why, why_len)) {
+	case ODS_CU_OK:
+		break;
+	case ODS_CU_NO_DEVICE:
+		return OPENDS_DEVICE_NOT_FOUND;
+	default:
 		return OPENDS_PLATFORM_NOT_SUPPORTED;
 	}
-#define LOAD(f)                                                                                  \
-	if (!(p_##f = (__typeof__(p_##f))dlsym(C.lib, STR(f)))) {                                \
-		snprintf(why, why_len, "libcuda.so.1 has no %s (driver too old)", STR(f));       \
-		unload();                                                                        \
-		return OPENDS_PLATFORM_NOT_SUPPORTED;                                            \
-	}
-	CU_FNS(LOAD)
-#undef LOAD
-	CUresult r = p_cuInit(0);
-	if (r != CUDA_SUCCESS) {
-		const char *s = NULL;
-		p_cuGetErrorString(r, &s);
-		snprintf(why, why_len, "cuInit failed: %s", s ? s : "unknown error");
-		unload();
-		return r == CUDA_ERROR_NO_DEVICE ? OPENDS_DEVICE_NOT_FOUND : OPENDS_PLATFORM_NOT_SUPPORTED;
-	}
+	CUresult r;
 	CUcontext cur = NULL;
-	if ((r = p_cuCtxGetCurrent(&cur)) == CUDA_SUCCESS && cur) {
+	if ((r = ods_cu.cuCtxGetCurrent(&cur)) == CUDA_SUCCESS && cur) {
 		C.ctx = cur;
 	} else {
-		if ((r = p_cuDeviceGet(&C.dev, 0)) != CUDA_SUCCESS ||
-		    (r = p_cuDevicePrimaryCtxRetain(&C.ctx, C.dev)) != CUDA_SUCCESS) {
+		if ((r = ods_cu.cuDeviceGet(&C.dev, 0)) != CUDA_SUCCESS ||
+		    (r = ods_cu.cuDevicePrimaryCtxRetain(&C.ctx, C.dev)) != CUDA_SUCCESS) {
 			const char *s = NULL;
-			p_cuGetErrorString(r, &s);
+			ods_cu.cuGetErrorString(r, &s);
 			snprintf(why, why_len, "no context current and device 0's primary context unusable: %s",
 				 s ? s : "unknown error");
-			unload();
 			return OPENDS_DEVICE_NOT_FOUND;
 		}
 		C.own_primary = true;
@@ -181,20 +140,20 @@ static void cuda_close(void)
 				usleep(1000);
 		}
 		if (!busy) {
-			p_cuMemFreeHost(b->flags);
+			ods_cu.cuMemFreeHost(b->flags);
 			free(b);
 		}
 	}
 	for (int i = 0; i < SYNC_STREAMS; i++) {
 		if (C.sync_stream[i])
-			p_cuStreamDestroy(C.sync_stream[i]);
+			ods_cu.cuStreamDestroy(C.sync_stream[i]);
 		pthread_mutex_destroy(&C.sync_lock[i]);
 	}
 	leave(pushed);
 	if (C.own_primary)
-		p_cuDevicePrimaryCtxRelease(C.dev);
+		ods_cu.cuDevicePrimaryCtxRelease(C.dev);
 	pthread_mutex_destroy(&C.lock);
-	unload();
+	memset(&C, 0, sizeof(C));
 }
 
 /* ---- memory ------------------------------------------------------------- */
@@ -202,10 +161,10 @@ static void cuda_close(void)
 static enum ods_mem_kind cuda_classify(const void *p)
 {
 	unsigned int type = 0;
-	CUresult r = p_cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)(uintptr_t)p);
+	CUresult r = ods_cu.cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)(uintptr_t)p);
 	if (r == CUDA_ERROR_INVALID_CONTEXT) {
 		bool pushed = enter();
-		r = p_cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)(uintptr_t)p);
+		r = ods_cu.cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)(uintptr_t)p);
 		leave(pushed);
 	}
 	/* device and managed memory report DEVICE; pinned host memory HOST; an
@@ -216,7 +175,7 @@ static enum ods_mem_kind cuda_classify(const void *p)
 static int cuda_check_context(void)
 {
 	CUcontext cur = NULL;
-	if (p_cuCtxGetCurrent(&cur) != CUDA_SUCCESS || !cur || cur == C.ctx)
+	if (ods_cu.cuCtxGetCurrent(&cur) != CUDA_SUCCESS || !cur || cur == C.ctx)
 		return 0;
 	return OPENDS_CONTEXT_MISMATCH;
 }
@@ -257,12 +216,12 @@ static int sync_copy(void *dst, const void *src, size_t n, bool to_dev)
 	pthread_mutex_lock(&C.sync_lock[i]);
 	CUresult r = CUDA_SUCCESS;
 	if (!C.sync_stream[i])
-		r = p_cuStreamCreate(&C.sync_stream[i], CU_STREAM_NON_BLOCKING);
+		r = ods_cu.cuStreamCreate(&C.sync_stream[i], CU_STREAM_NON_BLOCKING);
 	if (r == CUDA_SUCCESS)
-		r = to_dev ? p_cuMemcpyHtoDAsync((CUdeviceptr)(uintptr_t)dst, src, n, C.sync_stream[i])
-			   : p_cuMemcpyDtoHAsync(dst, (CUdeviceptr)(uintptr_t)src, n, C.sync_stream[i]);
+		r = to_dev ? ods_cu.cuMemcpyHtoDAsync((CUdeviceptr)(uintptr_t)dst, src, n, C.sync_stream[i])
+			   : ods_cu.cuMemcpyDtoHAsync(dst, (CUdeviceptr)(uintptr_t)src, n, C.sync_stream[i]);
 	if (r == CUDA_SUCCESS)
-		r = p_cuStreamSynchronize(C.sync_stream[i]);
+		r = ods_cu.cuStreamSynchronize(C.sync_stream[i]);
 	pthread_mutex_unlock(&C.sync_lock[i]);
 	leave(pushed);
 	return r == CUDA_SUCCESS ? 0 : cu_fail(r, to_dev ? "copy to device" : "copy to host");
@@ -282,13 +241,13 @@ static int cuda_copy_to_host(void *dst, const void *src, size_t n)
 
 static int cuda_thread_attach(void)
 {
-	CUresult r = p_cuCtxSetCurrent(C.ctx);
+	CUresult r = ods_cu.cuCtxSetCurrent(C.ctx);
 	return r == CUDA_SUCCESS ? 0 : cu_fail(r, "cuCtxSetCurrent");
 }
 
 static void cuda_thread_detach(void)
 {
-	p_cuCtxSetCurrent(NULL);
+	ods_cu.cuCtxSetCurrent(NULL);
 }
 
 /* Anonymous memory, then registered: io_uring accepts it as fixed buffers
@@ -300,7 +259,7 @@ static void *cuda_pinned_alloc(size_t n)
 	if (p == MAP_FAILED)
 		return NULL;
 	bool pushed = enter();
-	CUresult r = p_cuMemHostRegister(p, n, CU_MEMHOSTREGISTER_PORTABLE);
+	CUresult r = ods_cu.cuMemHostRegister(p, n, CU_MEMHOSTREGISTER_PORTABLE);
 	leave(pushed);
 	if (r != CUDA_SUCCESS) {
 		cu_fail(r, "cuMemHostRegister");
@@ -313,7 +272,7 @@ static void *cuda_pinned_alloc(size_t n)
 static void cuda_pinned_free(void *p, size_t n)
 {
 	bool pushed = enter();
-	p_cuMemHostUnregister(p);
+	ods_cu.cuMemHostUnregister(p);
 	leave(pushed);
 	munmap(p, n);
 }
@@ -328,9 +287,9 @@ static void lane_free(struct lane *l)
 {
 	for (unsigned i = 0; i < l->n; i++)
 		if (l->ev[i])
-			p_cuEventDestroy(l->ev[i]);
+			ods_cu.cuEventDestroy(l->ev[i]);
 	if (l->s)
-		p_cuStreamDestroy(l->s);
+		ods_cu.cuStreamDestroy(l->s);
 	free(l);
 }
 
@@ -340,9 +299,9 @@ static void *cuda_lane_create(unsigned nfences)
 	if (!l)
 		return NULL;
 	l->n = nfences;
-	CUresult r = p_cuStreamCreate(&l->s, CU_STREAM_NON_BLOCKING);
+	CUresult r = ods_cu.cuStreamCreate(&l->s, CU_STREAM_NON_BLOCKING);
 	for (unsigned i = 0; r == CUDA_SUCCESS && i < nfences; i++)
-		r = p_cuEventCreate(&l->ev[i], CU_EVENT_DISABLE_TIMING);
+		r = ods_cu.cuEventCreate(&l->ev[i], CU_EVENT_DISABLE_TIMING);
 	if (r != CUDA_SUCCESS) {
 		cu_fail(r, "creating a copy stream and its events");
 		lane_free(l);
@@ -354,35 +313,35 @@ static void *cuda_lane_create(unsigned nfences)
 static void cuda_lane_destroy(void *lane)
 {
 	struct lane *l = lane;
-	p_cuStreamSynchronize(l->s);
+	ods_cu.cuStreamSynchronize(l->s);
 	lane_free(l);
 }
 
 static int cuda_copy_to_device_async(void *lane, void *dst, const void *src, size_t n)
 {
 	struct lane *l = lane;
-	CUresult r = p_cuMemcpyHtoDAsync((CUdeviceptr)(uintptr_t)dst, src, n, l->s);
+	CUresult r = ods_cu.cuMemcpyHtoDAsync((CUdeviceptr)(uintptr_t)dst, src, n, l->s);
 	return r == CUDA_SUCCESS ? 0 : cu_fail(r, "cuMemcpyHtoDAsync");
 }
 
 static int cuda_copy_to_host_async(void *lane, void *dst, const void *src, size_t n)
 {
 	struct lane *l = lane;
-	CUresult r = p_cuMemcpyDtoHAsync(dst, (CUdeviceptr)(uintptr_t)src, n, l->s);
+	CUresult r = ods_cu.cuMemcpyDtoHAsync(dst, (CUdeviceptr)(uintptr_t)src, n, l->s);
 	return r == CUDA_SUCCESS ? 0 : cu_fail(r, "cuMemcpyDtoHAsync");
 }
 
 static int cuda_fence_record(void *lane, unsigned i)
 {
 	struct lane *l = lane;
-	CUresult r = p_cuEventRecord(l->ev[i], l->s);
+	CUresult r = ods_cu.cuEventRecord(l->ev[i], l->s);
 	return r == CUDA_SUCCESS ? 0 : cu_fail(r, "cuEventRecord");
 }
 
 static int cuda_fence_query(void *lane, unsigned i)
 {
 	struct lane *l = lane;
-	CUresult r = p_cuEventQuery(l->ev[i]);
+	CUresult r = ods_cu.cuEventQuery(l->ev[i]);
 	if (r == CUDA_SUCCESS)
 		return 1;
 	if (r == CUDA_ERROR_NOT_READY)
@@ -393,7 +352,7 @@ static int cuda_fence_query(void *lane, unsigned i)
 static int cuda_fence_wait(void *lane, unsigned i)
 {
 	struct lane *l = lane;
-	CUresult r = p_cuEventSynchronize(l->ev[i]);
+	CUresult r = ods_cu.cuEventSynchronize(l->ev[i]);
 	return r == CUDA_SUCCESS ? 0 : -cu_fail(r, "cuEventSynchronize");
 }
 
@@ -402,7 +361,7 @@ static int cuda_fence_wait(void *lane, unsigned i)
 static int cuda_stream_call(void *stream, void (*fn)(void *arg), void *arg)
 {
 	bool pushed = enter();
-	CUresult r = p_cuLaunchHostFunc((CUstream)stream, fn, arg);
+	CUresult r = ods_cu.cuLaunchHostFunc((CUstream)stream, fn, arg);
 	leave(pushed);
 	return r == CUDA_SUCCESS ? 0 : cu_fail(r, "cuLaunchHostFunc");
 }
@@ -428,15 +387,15 @@ static struct gate *gate_take(void)
 			return NULL;
 		void *f = NULL;
 		bool pushed = enter();
-		CUresult res = p_cuMemHostAlloc(&f, 2 * GATE_BLOCK * sizeof(uint32_t),
+		CUresult res = ods_cu.cuMemHostAlloc(&f, 2 * GATE_BLOCK * sizeof(uint32_t),
 						CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE);
 		CUdeviceptr d = 0;
 		if (res == CUDA_SUCCESS)
-			res = p_cuMemHostGetDevicePointer(&d, f, 0);
+			res = ods_cu.cuMemHostGetDevicePointer(&d, f, 0);
 		if (res != CUDA_SUCCESS) {
 			cu_fail(res, "cuMemHostAlloc of stream gates");
 			if (f)
-				p_cuMemFreeHost(f);
+				ods_cu.cuMemFreeHost(f);
 			leave(pushed);
 			free(b);
 			return NULL;
@@ -490,7 +449,7 @@ static int cuda_stream_wait(void *stream, void *gate)
 	struct gate *g = gate;
 	CUstream s = stream;
 	bool pushed = enter();
-	CUresult r = p_cuStreamWaitValue32(s, g->go_dev, 1, CU_STREAM_WAIT_VALUE_EQ);
+	CUresult r = ods_cu.cuStreamWaitValue32(s, g->go_dev, 1, CU_STREAM_WAIT_VALUE_EQ);
 	if (r != CUDA_SUCCESS) {
 		leave(pushed);
 		return cu_fail(r, "cuStreamWaitValue32"); /* never waited: a leak, not a hazard */
@@ -499,7 +458,7 @@ static int cuda_stream_wait(void *stream, void *gate)
 	 * Without the "passed" write below, that is never known: the gate is
 	 * then never reused, and close leaks its block rather than free it. */
 	g->waited = true;
-	r = p_cuStreamWriteValue32(s, g->passed_dev, 1, CU_STREAM_WRITE_VALUE_DEFAULT);
+	r = ods_cu.cuStreamWriteValue32(s, g->passed_dev, 1, CU_STREAM_WRITE_VALUE_DEFAULT);
 	leave(pushed);
 	return r == CUDA_SUCCESS ? 0 : cu_fail(r, "cuStreamWriteValue32");
 }
@@ -520,7 +479,7 @@ static int cuda_stream_mark(void *stream, void *counter, uint32_t value)
 {
 	struct gate *g = counter;
 	bool pushed = enter();
-	CUresult r = p_cuStreamWriteValue32((CUstream)stream, g->passed_dev, value, CU_STREAM_WRITE_VALUE_DEFAULT);
+	CUresult r = ods_cu.cuStreamWriteValue32((CUstream)stream, g->passed_dev, value, CU_STREAM_WRITE_VALUE_DEFAULT);
 	leave(pushed);
 	return r == CUDA_SUCCESS ? 0 : cu_fail(r, "cuStreamWriteValue32");
 }
@@ -534,8 +493,8 @@ static uint32_t cuda_counter_read(void *counter)
 static int cuda_stream_copy(void *stream, void *dst, const void *src, size_t n, bool to_device)
 {
 	bool pushed = enter();
-	CUresult r = to_device ? p_cuMemcpyHtoDAsync((CUdeviceptr)(uintptr_t)dst, src, n, (CUstream)stream)
-			       : p_cuMemcpyDtoHAsync(dst, (CUdeviceptr)(uintptr_t)src, n, (CUstream)stream);
+	CUresult r = to_device ? ods_cu.cuMemcpyHtoDAsync((CUdeviceptr)(uintptr_t)dst, src, n, (CUstream)stream)
+			       : ods_cu.cuMemcpyDtoHAsync(dst, (CUdeviceptr)(uintptr_t)src, n, (CUstream)stream);
 	leave(pushed);
 	return r == CUDA_SUCCESS ? 0 : cu_fail(r, to_device ? "cuMemcpyHtoDAsync" : "cuMemcpyDtoHAsync");
 }
@@ -544,7 +503,7 @@ static int cuda_stream_create(void **stream)
 {
 	bool pushed = enter();
 	CUstream s = NULL;
-	CUresult r = p_cuStreamCreate(&s, CU_STREAM_NON_BLOCKING);
+	CUresult r = ods_cu.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING);
 	leave(pushed);
 	if (r != CUDA_SUCCESS)
 		return cu_fail(r, "cuStreamCreate");
@@ -555,7 +514,7 @@ static int cuda_stream_create(void **stream)
 static int cuda_stream_sync(void *stream)
 {
 	bool pushed = enter();
-	CUresult r = p_cuStreamSynchronize((CUstream)stream);
+	CUresult r = ods_cu.cuStreamSynchronize((CUstream)stream);
 	leave(pushed);
 	return r == CUDA_SUCCESS ? 0 : cu_fail(r, "cuStreamSynchronize");
 }
@@ -563,9 +522,9 @@ static int cuda_stream_sync(void *stream)
 static int cuda_stream_destroy(void *stream)
 {
 	bool pushed = enter();
-	CUresult r = p_cuStreamSynchronize((CUstream)stream);
+	CUresult r = ods_cu.cuStreamSynchronize((CUstream)stream);
 	if (r == CUDA_SUCCESS)
-		r = p_cuStreamDestroy((CUstream)stream);
+		r = ods_cu.cuStreamDestroy((CUstream)stream);
 	leave(pushed);
 	return r == CUDA_SUCCESS ? 0 : cu_fail(r, "cuStreamDestroy");
 }
