@@ -1,8 +1,10 @@
 """OpenDS for Python: move file data into host or GPU memory.
 
-A pure-Python (ctypes) binding of libopends. The library is found through
-$OPENDS_LIBRARY, else a build tree next to the package
-(``<repo>/build/src/libopends.so``), else the system's ``libopends.so.0``.
+A ctypes binding of libopends. The library loaded is the package's own copy
+(a wheel carries one: ``opends/libopends.so.0``), else $OPENDS_LIBRARY, else
+a checkout's build tree (``<repo>/build/src/libopends.so``), else the
+system's ``libopends.so.0``; it must be the package's version.
+:data:`LIBRARY_PATH` says which one was loaded.
 
 Quick start::
 
@@ -56,7 +58,7 @@ from ._lib import (
 from ._lib import CODES as _CODES
 from ._lib import ERRNO_MAX as OPENDS_ERRNO_MAX
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 # OPENDS_SUCCESS, OPENDS_INVALID_VALUE, ... as module constants
 for _c, _n in _CODES.items():

@@ -14,6 +14,8 @@ import os
 import signal
 import threading
 
+from ._version import __version__
+
 __all__ = []
 
 def code_name(code):
@@ -80,30 +82,57 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def _candidates():
+    """(where, path) to try, in order: the package's own copy (a wheel
+    carries one), $OPENDS_LIBRARY, a checkout's build tree
+    (<repo>/python/opends -> <repo>/build/src), then the system's."""
+    yield "the package's copy", os.path.join(_HERE, "libopends.so.0")
     env = os.environ.get("OPENDS_LIBRARY")
     if env:
-        yield env
-        return
-    # a build tree next to the package: <repo>/python/opends -> <repo>/build
-    yield os.path.join(_HERE, "..", "..", "build", "src", "libopends.so")
-    found = ctypes.util.find_library("opends")
-    if found:
-        yield found
-    yield "libopends.so.0"
+        yield "OPENDS_LIBRARY", env
+    tree = os.path.join(_HERE, "..", "..", "build", "src", "libopends.so")
+    if os.path.exists(tree):
+        yield "the build tree", os.path.normpath(tree)
+    yield "the system's", ctypes.util.find_library("opends") or "libopends.so.0"
+
+
+def _library_version(cdll):
+    v = [ctypes.c_uint() for _ in range(3)]
+    f = cdll.opends_get_version
+    f.argtypes = [ctypes.POINTER(ctypes.c_uint)] * 3
+    f(*(ctypes.byref(x) for x in v))
+    return tuple(x.value for x in v)
 
 
 def _load():
+    """Load the first candidate that exists and whose version is this
+    package's; RTLD_LOCAL so that its symbols never bind another copy."""
+    want = tuple(int(x) for x in __version__.split(".")[:3])
     errors = []
-    for path in _candidates():
+    for where, path in _candidates():
         if os.sep in path and not os.path.exists(path):
-            errors.append("%s: no such file" % path)
+            if where != "the package's copy":
+                errors.append("%s %s: no such file" % (where, path))
             continue
         try:
-            return ctypes.CDLL(path), path
+            cdll = ctypes.CDLL(path, mode=os.RTLD_LOCAL)
         except OSError as e:
-            errors.append(str(e))
+            errors.append("%s: %s" % (where, e))
+            continue
+        try:
+            have = _library_version(cdll)
+            cdll.opends_err_name  # noqa: B018 (0.1.0 libraries before it lack it)
+        except AttributeError as e:
+            errors.append("%s %s: not a libopends of this version (%s)" % (where, path, e))
+            continue
+        if have != want:
+            errors.append(
+                "%s %s is libopends %s; this package needs %s" % (where, path, ".".join(map(str, have)), __version__)
+            )
+            continue
+        return cdll, path
     raise ImportError(
-        "opends: libopends could not be loaded (set OPENDS_LIBRARY to its path); tried: " + "; ".join(errors)
+        "opends: no usable libopends (pip install opends carries one; from a checkout set OPENDS_LIBRARY "
+        "to build/src/libopends.so); tried: " + "; ".join(errors)
     )
 
 
