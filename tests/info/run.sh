@@ -1,0 +1,53 @@
+#!/bin/sh
+# opends-info as scripts use it: --help/--version exit 0, a bad option 2,
+# a missing path or a configuration the driver refuses 1, and --json one
+# valid JSON object saying the same as the exit status.
+# usage: run.sh <opends-info>       exit 0 pass, 77 skip (no python3), else fail
+set -u
+info=$1
+command -v python3 >/dev/null 2>&1 || { echo "SKIP: no python3 for the JSON checks"; exit 77; }
+fails=0
+expect() { # expect RC DESCRIPTION -- CMD...
+	want=$1 what=$2
+	shift 3
+	"$@" >/tmp/opends-info-test.$$ 2>&1
+	got=$?
+	if [ "$got" -ne "$want" ]; then
+		echo "FAIL: $what: exit $got, want $want"; cat /tmp/opends-info-test.$$; fails=$((fails + 1))
+	else
+		echo "ok: $what (exit $got)"
+	fi
+}
+expect 0 "--help" -- "$info" --help
+"$info" --help | grep -q '^usage: opends-info' || { echo "FAIL: --help prints no usage"; fails=$((fails + 1)); }
+expect 0 "--version" -- "$info" --version
+"$info" --version | grep -Eq '^opends-info \(OpenDS\) [0-9]+\.[0-9]+\.[0-9]+$' || { echo "FAIL: --version text"; fails=$((fails + 1)); }
+expect 2 "unknown option" -- "$info" --no-such-option
+expect 1 "missing path" -- "$info" /nonexistent/opends-info-path
+expect 1 "invalid configuration" -- env OPENDS_IO_THREADS=abc "$info"
+expect 1 "unknown backend" -- env OPENDS_BACKEND=nosuch "$info"
+expect 0 "a good run" -- env OPENDS_BACKEND=ref "$info" "$0"
+
+# --json: valid, and consistent with the exit status
+check_json() { # check_json WANT_OPEN PYTHON_ASSERTIONS -- ENV...
+	want=$1 asserts=$2
+	shift 3
+	env "$@" "$info" --json "$0" >/tmp/opends-info-json.$$
+	python3 - "$want" "$asserts" /tmp/opends-info-json.$$ <<'PY' || fails=$((fails + 1))
+import json, sys
+want, asserts, path = sys.argv[1], sys.argv[2], sys.argv[3]
+d = json.load(open(path))
+assert d["driver"]["open"] is (want == "open"), d["driver"]
+assert [b["name"] for b in d["backends"]] == ["gds", "uring", "ref"], d["backends"]
+assert [a["name"] for a in d["accelerators"]] == ["cuda", "host"], d["accelerators"]
+assert any(b["name"] == "ref" and b["usable"] for b in d["backends"]) is (want == "open")
+exec(asserts)
+print("ok: --json", want)
+PY
+}
+check_json open 'assert d["driver"]["backend"] == "ref" and d["configuration"]["OPENDS_BACKEND"] == "ref"; assert d["files"] and d["files"][0]["describe"]' -- OPENDS_BACKEND=ref
+check_json closed 'assert d["driver"]["error"] == "OPENDS_DRIVER_INVALID_PROPS" and "OPENDS_IO_THREADS" in d["driver"]["detail"]' -- OPENDS_IO_THREADS=abc
+check_json open 'assert d["configuration"]["OPENDS_CUFILE_LIBRARY"] == "/x/" + chr(34) + "q" + chr(34) + chr(92) + "y"' -- 'OPENDS_CUFILE_LIBRARY=/x/"q"\y'
+rm -f /tmp/opends-info-test.$$ /tmp/opends-info-json.$$
+[ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
+echo "opends-info OK"
