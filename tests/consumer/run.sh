@@ -1,8 +1,11 @@
 #!/bin/sh
 # Consumer check: install the project into a private DESTDIR, then build a C
-# and a C++ program against it using only pkg-config, and run them.
-# Catches a missing/incorrect opends.pc, a header that does not compile as
-# strict C11 or as C++, and symbols that are not exported.
+# and a C++ program against it using only pkg-config, the same C program
+# with CMake (find_package(opends), opends::opends) and with Meson
+# (dependency('opends')), and run each. Catches a missing/incorrect
+# opends.pc or opendsConfig.cmake, a header that does not compile as strict
+# C11 or as C++, and symbols that are not exported. (README's "Install"
+# section shows the same three ways.)
 #
 # usage: run.sh <builddir> <prep-program> [<b_sanitize> [<compiler id>]]
 # exit 0 pass, 77 skip (no pkg-config / C++ compiler), else fail.
@@ -67,6 +70,31 @@ sanflags=
 "$CC" -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -pedantic $sanflags \
 	"$here/consumer.c" -o "$tmp/consumer_c" $cflags $libs
 OPENDS_ACCEL=host LD_LIBRARY_PATH=$libdir "$tmp/consumer_c" "$tmp/data/pat16.bin"
+
+# CMake: the package beside the .pc, found through CMAKE_PREFIX_PATH
+if command -v cmake >/dev/null 2>&1; then
+	cfg=$(find "$tmp/dest" -name opendsConfig.cmake | head -n 1)
+	[ -n "$cfg" ] || { echo "FAIL: no opendsConfig.cmake installed"; exit 1; }
+	# installed beside the .pc: <libdir>/cmake/opends and <libdir>/pkgconfig
+	[ "$(dirname "$(dirname "$cfg")")" = "$(dirname "$(dirname "$pc")")/cmake" ] ||
+		{ echo "FAIL: opendsConfig.cmake at $cfg is not beside $pc"; exit 1; }
+	cmake -S "$here/cmake" -B "$tmp/cmake" -DCMAKE_PREFIX_PATH="$tmp/dest$(pkg-config --variable=prefix opends | sed "s#^$tmp/dest##")" \
+		-DCMAKE_C_COMPILER="$CC" -DCMAKE_C_FLAGS="-Wall -Werror $sanflags" -DCMAKE_EXE_LINKER_FLAGS="$sanflags" \
+		>"$tmp/cmake.log" 2>&1 && cmake --build "$tmp/cmake" >>"$tmp/cmake.log" 2>&1 ||
+		{ cat "$tmp/cmake.log"; echo "FAIL: CMake consumer"; exit 1; }
+	OPENDS_ACCEL=host LD_LIBRARY_PATH=$libdir "$tmp/cmake/consumer_cmake" "$tmp/data/pat16.bin"
+else
+	echo "note: no cmake: the CMake consumer is not built"
+fi
+
+# Meson: dependency('opends') through the same pkg-config environment
+meson_san=
+[ "$san" = none ] || meson_san="-Db_sanitize=$san -Db_lundef=false"
+# shellcheck disable=SC2086
+CC=$CC meson setup "$tmp/meson" "$here/meson" $meson_san >"$tmp/meson.log" 2>&1 &&
+	ninja -C "$tmp/meson" >>"$tmp/meson.log" 2>&1 ||
+	{ cat "$tmp/meson.log"; echo "FAIL: Meson consumer"; exit 1; }
+OPENDS_ACCEL=host LD_LIBRARY_PATH=$libdir "$tmp/meson/consumer_meson" "$tmp/data/pat16.bin"
 
 if [ $have_cxx = 1 ]; then
 	# shellcheck disable=SC2086
