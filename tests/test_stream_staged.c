@@ -2,7 +2,7 @@
  * test_stream_staged [--backend=NAME]
  *
  * Stream operations large and many enough to exercise the staged pipeline
- * of accelerator streams (src/core/stream.c): under OPENDS_ACCEL=hostdev
+ * of accelerator streams (src/core/stream_accel.c): under OPENDS_ACCEL=hostdev
  * every buffer is "device" memory and the streams are hostdev's simulated
  * ones, so each operation runs as pieces through pinned slots with gates
  * and copies queued on the stream; under OPENDS_ACCEL=host the same calls

@@ -1,0 +1,60 @@
+/*
+ * Stream-ordered I/O inside the core: what the public calls (stream.c)
+ * share with the two engines that run them. Calls run one way: stream.c ->
+ * an engine (stream_accel.c or stream_host.c) -> this header.
+ *  - stream_accel.c: on the accelerator's own streams, when the layer has
+ *    stream hooks (cuda, and hostdev's simulated streams); each operation
+ *    is a run of commands queued on the caller's stream
+ *    (docs/stream-ordering.md).
+ *  - stream_host.c: on library-owned host queues, what a stream is when
+ *    there is no accelerator stream to order against.
+ * The engine is chosen once, when the driver opens (ods_streams_init).
+ */
+#ifndef ODS_STREAM_H
+#define ODS_STREAM_H
+
+#include "ods.h"
+
+/* What a stream operation was given. The values behind the pointers are
+ * read only when the stream reaches the operation. */
+struct ods_sargs {
+	int opcode;
+	opends_handle_t fh;
+	const void *buf;
+	size_t *size;
+	off_t *file_offset, *buf_offset;
+	ssize_t *result;
+};
+
+/* The stream reached the operation: read the values behind a's pointers
+ * into *size, *foff, *boff and validate them into io. The result of
+ * ods_io_prepare: 0, or a negated error that is the operation's result. */
+static inline ssize_t ods_sargs_read(const struct ods_sargs *a, struct ods_io *io, size_t *size, off_t *foff,
+				     off_t *boff)
+{
+	*size = *a->size;
+	*foff = *a->file_offset;
+	*boff = *a->buf_offset;
+	return ods_io_prepare(io, a->opcode, a->fh, a->buf, *size, *foff, *boff);
+}
+
+/* One way of running streams. The public calls have checked that the
+ * driver is open and the pointers they are given are not NULL (and for
+ * enqueue that fh is registered); each hook returns what the public call
+ * returns, its errors phrased with the public call's name. */
+struct ods_stream_engine {
+	int (*init)(void); /* 0 or an OPENDS_* code */
+	void (*fini)(void); /* drain every operation, free every stream */
+	opends_error_t (*create)(opends_stream_t *stream);
+	opends_error_t (*destroy)(opends_stream_t stream);
+	opends_error_t (*reg)(opends_stream_t stream, unsigned flags);
+	/* true when stream was registered (and is no longer) */
+	bool (*dereg)(opends_stream_t stream);
+	opends_error_t (*enqueue)(const char *fn, const struct ods_sargs *a, opends_stream_t stream);
+	opends_error_t (*sync)(opends_stream_t stream);
+};
+
+extern const struct ods_stream_engine ods_stream_accel; /* stream_accel.c */
+extern const struct ods_stream_engine ods_stream_host;  /* stream_host.c */
+
+#endif
