@@ -12,37 +12,25 @@ Quick start::
     buf = np.empty(1 << 20, np.uint8)
     with opends.File("data.bin") as f:
         n = f.read(buf)                       # blocking
-        fut = f.pread(buf, file_offset=4096)  # Future
-        n = fut.wait()
+        fut = f.pread(buf, file_offset=4096)  # a concurrent.futures.Future
+        n = fut.result()
 
 Buffers: torch tensors (CPU or CUDA), objects with ``__cuda_array_interface__``
-(CuPy ...) or ``__array_interface__`` (NumPy), and writable buffer-protocol
-objects (bytearray, memoryview, mmap); they must be C-contiguous.
+(CuPy ...), ``__array_interface__`` (NumPy) or ``__dlpack__`` (JAX, ...), and
+buffer-protocol objects (bytearray, memoryview, mmap); they must be
+C-contiguous.
 
 The driver opens on first use (configured by the OPENDS_* environment
-variables, read at open) and closes at interpreter exit; :func:`driver_close`
-and :func:`driver_open` let a program reopen it with a new configuration.
-Failures raise :class:`Error` (an OSError) carrying ``code``, ``name`` and
-``detail``.
+variables, read at open) and closes at interpreter exit.
+:func:`config` sets the configuration from Python (and, as a context
+manager, puts it back). Failures raise :class:`Error` (an OSError) carrying
+``code``, ``name`` and ``detail``; wrong argument types raise TypeError
+naming the parameter. No signal handler is installed unless
+:func:`install_signal_handlers` is called.
 """
 
 from . import _lib
 from ._buffer import BufferRef, get_buffer
-from ._io import (
-    DEFAULT_TASK_SIZE,
-    READ,
-    WRITE,
-    Batch,
-    BatchEvent,
-    BatchOp,
-    File,
-    Future,
-    Stream,
-    StreamOp,
-    buf_deregister,
-    buf_register,
-    registered,
-)
 from ._lib import (
     LIBRARY_PATH,
     Error,
@@ -50,11 +38,17 @@ from ._lib import (
     code_name,
     driver_close,
     driver_open,
+    install_signal_handlers,
     is_open,
     properties,
     shutdown,
     status_string,
 )
+from .batch import READ, WRITE, Batch, BatchEvent, BatchOp
+from .config import config
+from .file import DEFAULT_TASK_SIZE, File, Future, describe
+from .registration import buf_deregister, buf_register, registered
+from .stream import Stream, StreamOp
 from ._lib import CODES as _CODES
 from ._lib import ERRNO_MAX as OPENDS_ERRNO_MAX
 
@@ -105,9 +99,12 @@ __all__ = [
     "buf_deregister",
     "buf_register",
     "code_name",
+    "config",
+    "describe",
     "driver_close",
     "driver_open",
     "get_buffer",
+    "install_signal_handlers",
     "is_open",
     "library_version",
     "properties",
@@ -115,3 +112,10 @@ __all__ = [
     "shutdown",
     "status_string",
 ]
+
+# public names show as opends.X, not as the private module they live in
+for _n in __all__:
+    _o = globals()[_n]
+    if isinstance(_o, type) and _o.__module__.startswith("opends."):
+        _o.__module__ = "opends"
+del _n, _o

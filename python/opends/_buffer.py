@@ -5,6 +5,8 @@ Accepted, in this order of preference:
 * PyTorch tensors (CPU or CUDA): ``data_ptr()``, ``is_contiguous()``;
 * objects with ``__cuda_array_interface__`` (CuPy, Numba, RMM, ...);
 * objects with ``__array_interface__`` (NumPy arrays and friends);
+* objects with ``__dlpack__`` (JAX, MLX, Paddle, ...): CPU, CUDA,
+  CUDA-pinned and CUDA-managed memory;
 * any object with the buffer protocol (bytearray, memoryview, mmap,
   array.array, bytes for writes).
 
@@ -137,8 +139,8 @@ def _from_buffer_protocol(obj, writable, what):
         mv = memoryview(obj)
     except TypeError:
         raise TypeError(
-            "%s: %s is not a buffer (expected a NumPy/CuPy array, a torch tensor, or an object with the "
-            "buffer protocol such as bytearray, memoryview or mmap)" % (what, type(obj).__name__)
+            "%s: %s is not a buffer (expected a NumPy/CuPy array, a torch tensor, an object with __dlpack__, "
+            "or one with the buffer protocol such as bytearray, memoryview or mmap)" % (what, type(obj).__name__)
         ) from None
     with mv:
         if not mv.c_contiguous:
@@ -153,6 +155,62 @@ def _from_buffer_protocol(obj, writable, what):
     return BufferRef(view.buf or 0, nbytes, False, bool(view.readonly), obj, view)
 
 
+# DLPack (dlpack.h, v0.8 / legacy capsule "dltensor")
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device", _DLDevice),
+        ("ndim", ctypes.c_int32),
+        ("dtype", _DLDataType),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    ]
+
+
+_api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+_api.PyCapsule_IsValid.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_api.PyCapsule_IsValid.restype = ctypes.c_int
+# kDLCPU, kDLCUDA, kDLCUDAHost, kDLCUDAManaged -> device memory?
+_DL_DEVICES = {1: False, 2: True, 3: False, 13: True}
+
+
+def _from_dlpack(obj, writable, what):
+    """The capsule is not consumed (not renamed "used_dltensor"), so its own
+    destructor frees the tensor when the BufferRef lets it go."""
+    dev = getattr(obj, "__dlpack_device__", None)
+    if dev is not None:
+        dtype_id = dev()[0]
+        if int(dtype_id) not in _DL_DEVICES:
+            raise TypeError("%s: DLPack device type %d is not CPU or CUDA memory" % (what, int(dtype_id)))
+    try:
+        cap = obj.__dlpack__(stream=None)
+    except TypeError:
+        cap = obj.__dlpack__()
+    if not _api.PyCapsule_IsValid(cap, b"dltensor"):
+        raise TypeError("%s: __dlpack__ of %s did not return a DLPack capsule" % (what, type(obj).__name__))
+    t = _DLTensor.from_address(_api.PyCapsule_GetPointer(cap, b"dltensor"))
+    if t.device.device_type not in _DL_DEVICES:
+        raise TypeError("%s: DLPack device type %d is not CPU or CUDA memory" % (what, t.device.device_type))
+    itemsize = (t.dtype.bits * t.dtype.lanes + 7) // 8
+    shape = tuple(t.shape[i] for i in range(t.ndim))
+    strides = None if not t.strides else tuple(t.strides[i] * itemsize for i in range(t.ndim))
+    if not _contiguous(shape, strides, itemsize):
+        raise ValueError("%s: the DLPack tensor is not C-contiguous" % what)
+    ptr = (t.data or 0) + t.byte_offset
+    ref = BufferRef(ptr, _prod(shape) * itemsize, _DL_DEVICES[t.device.device_type], False, (obj, cap))
+    return ref
+
+
 def _is_torch_tensor(obj):
     t = type(obj)
     return t.__module__.startswith("torch") and hasattr(obj, "data_ptr") and hasattr(obj, "is_contiguous")
@@ -164,6 +222,10 @@ def get_buffer(obj, writable, what="buf"):
     if isinstance(obj, BufferRef):
         return obj
     if _is_torch_tensor(obj):
+        if obj.device.type not in ("cpu", "cuda"):
+            raise TypeError("%s: a tensor on device %r holds no memory OpenDS can reach (cpu or cuda)" % (what, str(obj.device)))
+        if getattr(obj, "layout", None) is not None and str(obj.layout) != "torch.strided":
+            raise TypeError("%s: a %s tensor is not one block of memory (call .to_dense())" % (what, obj.layout))
         if not obj.is_contiguous():
             raise ValueError("%s: the tensor is not contiguous (call .contiguous())" % what)
         nbytes = obj.numel() * obj.element_size()
@@ -175,4 +237,14 @@ def get_buffer(obj, writable, what="buf"):
         iface = getattr(obj, "__array_interface__", None)
         if iface is not None:
             return _from_interface(obj, iface, False, writable, what)
+        if hasattr(obj, "__dlpack__") and not _has_buffer(obj):
+            return _from_dlpack(obj, writable, what)
     return _from_buffer_protocol(obj, writable, what)
+
+
+def _has_buffer(obj):
+    try:
+        memoryview(obj).release()
+        return True
+    except TypeError:
+        return False

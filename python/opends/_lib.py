@@ -2,14 +2,14 @@
 
 Everything here is private; the public names are re-exported by
 :mod:`opends`. The driver is opened lazily by :func:`ensure_open` (the first
-I/O, registration or query opens it) and closed at interpreter exit, or
-before the process dies of SIGTERM/SIGINT.
+I/O, registration or query opens it) and closed at interpreter exit (and
+before the process dies of SIGTERM/SIGINT when install_signal_handlers() was
+called).
 """
 
 import atexit
 import ctypes
 import ctypes.util
-import errno as _errno
 import os
 import signal
 import threading
@@ -26,7 +26,7 @@ def code_name(code):
     return "UNKNOWN_%d" % abs(int(code)) if name == "UNKNOWN" else name
 
 
-class Error(OSError):
+class Error(OSError):  # shown as opends.Error (see the end of __init__.py)
     """An OpenDS failure.
 
     Attributes:
@@ -224,6 +224,7 @@ _proto("opends_batch_get_status", E, c_void_p, c_uint, P(c_uint), P(opends_io_ev
 _proto("opends_batch_cancel", E, c_void_p)
 _proto("opends_batch_destroy", E, c_void_p)
 _proto("opends_err_name", ctypes.c_char_p, c_int)
+_proto("opends_describe", E, c_void_p, ctypes.c_char_p, c_size_t)
 del _n
 
 # ---------------------------------------------------------------------------
@@ -352,7 +353,6 @@ def ensure_open():
                 check(res)
             _state["generation"] += 1
             _state["open"] = True
-            _install_signal_handlers()
     return _state["generation"]
 
 
@@ -456,9 +456,15 @@ def _on_signal(signum, frame):
     return None
 
 
-def _install_signal_handlers():
-    if _previous or threading.current_thread() is not threading.main_thread():
+def install_signal_handlers():
+    """Close the driver before the process dies of SIGTERM (or of SIGINT
+    left at its default), chaining to the handlers in place before. Not done
+    unless asked: a library should not take process-wide signals (atexit
+    closes the driver on a normal exit). Call from the main thread."""
+    if _previous:
         return
+    if threading.current_thread() is not threading.main_thread():
+        raise RuntimeError("install_signal_handlers: call it from the main thread")
     for sig in (signal.SIGTERM, signal.SIGINT):
         try:
             prev = signal.getsignal(sig)

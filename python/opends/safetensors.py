@@ -31,7 +31,7 @@ import json
 import os
 import struct
 
-from . import _io
+from . import file as _file
 
 __all__ = ["load_file", "read_header", "HeaderError", "DTYPES", "DEFAULT_PIECE_SIZE"]
 
@@ -196,7 +196,7 @@ def _read_region(path, buf, start, length, piece_size):
     """Read [start, start + length) of path into buf with pieces in flight."""
     if length == 0:
         return
-    with _io.File(path, "r") as f:
+    with _file.File(path, "r") as f:
         fut = f.pread(buf, size=length, file_offset=start, task_size=piece_size)
         got = fut.wait()
     if got != length:

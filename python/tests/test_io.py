@@ -76,7 +76,7 @@ def test_offsets_unaligned(datafile):
     with opends.File(path) as f:
         for size, foff, boff in [(4097, 13, 5), (1, 4095, 0), (5000, 1 << 19, 4999), (0, 77, 10)]:
             buf[:] = b"\xee" * len(buf)
-            assert f.read(buf, size, foff, boff) == size
+            assert f.read(buf, size, foff, buf_offset=boff) == size
             assert bytes(buf[boff : boff + size]) == data[foff : foff + size].tobytes()
             # nothing outside the target range was touched
             assert bytes(buf[:boff]) == b"\xee" * boff
@@ -136,9 +136,12 @@ def test_file_modes(tmp_path):
     p = str(tmp_path / "m.bin")
     with opends.File(p, "w") as f:
         f.write(b"0123456789")
-    with opends.File(p, "a") as f:  # no truncation, writes at given offsets
-        f.write(b"AB", file_offset=10)
-    assert open(p, "rb").read() == b"0123456789AB"
+    with opends.File(p, "a") as f:  # no truncation; writes go to the end, as with open()
+        f.write(b"AB")
+        assert f.pwrite(b"CDE").wait() == 3
+        with pytest.raises(ValueError, match="file_offset"):
+            f.write(b"!", file_offset=0)
+    assert open(p, "rb").read() == b"0123456789ABCDE"
     with opends.File(p, "r+") as f:
         f.write(b"z", file_offset=0)
         b = bytearray(3)
@@ -476,6 +479,7 @@ _CHILD = textwrap.dedent(
     # registered before opends' own handler, so it runs after it
     atexit.register(lambda: print("at exit open=%s" % opends.is_open(), flush=True))
     import opends
+    opends.install_signal_handlers()
     mode = sys.argv[1]
     if mode == "chain":
         seen = []
