@@ -35,6 +35,11 @@ fi
 echo "ci-wheel: $(basename "$whl")"
 "${pip[@]}" install "$whl" || fail "pip install of the wheel failed"
 
+# the differential safetensors tests compare with files the safetensors
+# package writes (they skip without it)
+"${pip[@]}" install safetensors ml_dtypes >/dev/null 2>&1 ||
+	echo "WARNING: safetensors/ml_dtypes not installed: the differential safetensors tests skip" >&2
+
 cd "$tmp" || fail "no temp dir"
 env -u OPENDS_LIBRARY -u PYTHONPATH OPENDS_EXPECT_PACKAGED=1 \
 	"$tmp/v/bin/python" -c 'import opends, sys; print("import opends:", opends.LIBRARY_PATH, opends.backend())' ||

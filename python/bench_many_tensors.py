@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""Per-tensor cost of opends.safetensors.load_file: a file of many small
+tensors against one file of the same bytes in a single tensor, both hot (in
+the page cache). Prints GB/s of each and the ratio many/one (the goal is
+>= 0.5), and, where importable, the same for safetensors and fastsafetensors.
+
+    python3 python/bench_many_tensors.py                          # CPU, NumPy or torch
+    python3 python/bench_many_tensors.py --device cuda:0 --loaders opends,safetensors,fastsafetensors
+
+Files are written once into --dir (default $TMPDIR or /tmp) and kept.
+"""
+import argparse
+import gc
+import json
+import os
+import statistics
+import struct
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)
+
+DTYPES = [("F16", 2), ("BF16", 2), ("F32", 4), ("U8", 1)]
+
+
+def write(path, tensors):
+    """tensors: [(name, dtype, shape, nbytes)]; data is a repeating byte pattern."""
+    header, off = {}, 0
+    for name, dt, shape, nb in tensors:
+        header[name] = {"dtype": dt, "shape": shape, "data_offsets": [off, off + nb]}
+        off += nb
+    hb = json.dumps(header).encode()
+    hb += b" " * (-len(hb) % 8)
+    block = bytes(range(256)) * 4096
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(hb)) + hb)
+        left = off
+        while left:
+            n = min(left, len(block))
+            f.write(block[:n])
+            left -= n
+
+
+def make(dirname, count, size):
+    many = os.path.join(dirname, "opends_many_%d_x_%d.safetensors" % (count, size))
+    one = os.path.join(dirname, "opends_one_%d.safetensors" % (count * size))
+    if not os.path.exists(many):
+        ts = []
+        for i in range(count):
+            dt, isz = DTYPES[i % len(DTYPES)]
+            ts.append(("layers.%d.w" % i, dt, [size // isz], size))
+        write(many, ts)
+    if not os.path.exists(one):
+        write(one, [("all", "U8", [count * size], count * size)])
+    return many, one
+
+
+def warm(path):
+    with open(path, "rb") as f:
+        while f.read(64 << 20):
+            pass
+
+
+def loaders(names, device, framework):
+    out = {}
+    if "opends" in names:
+        from opends.safetensors import load_file
+
+        out["opends"] = lambda p: load_file(p, device=device, framework=framework)
+    if "safetensors" in names:
+        try:
+            if framework == "numpy":
+                from safetensors.numpy import load_file as st_np
+
+                out["safetensors"] = st_np
+            else:
+                from safetensors.torch import load_file as st_pt
+
+                out["safetensors"] = lambda p: st_pt(p, device=str(device))
+        except ImportError:
+            print("safetensors not importable: skipped")
+    if "fastsafetensors" in names and framework == "torch":
+        try:
+            import torch
+            from fastsafetensors import SafeTensorsFileLoader, SingleGroup
+
+            def fst(p):
+                dev = torch.device(device)
+                ld = SafeTensorsFileLoader(SingleGroup(), dev, nogds=True)
+                ld.add_filenames({0: [p]})
+                fb = ld.copy_files_to_device()
+                out = {k: fb.get_tensor(k) for k in fb.key_to_rank_lidx}
+                if dev.type == "cuda":
+                    torch.cuda.synchronize()
+                fb.close()
+                ld.close()
+                return out
+
+            out["fastsafetensors"] = fst
+        except ImportError:
+            print("fastsafetensors not importable: skipped")
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--count", type=int, default=20000, help="tensors in the many-tensor file")
+    ap.add_argument("--size", type=int, default=16384, help="bytes per tensor")
+    ap.add_argument("--dir", default=os.environ.get("TMPDIR", "/tmp"))
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--framework", default=None, help="torch or numpy (default torch when importable)")
+    ap.add_argument("--loaders", default="opends,safetensors")
+    ap.add_argument("--runs", type=int, default=5)
+    args = ap.parse_args()
+    fw = args.framework
+    if fw is None:
+        try:
+            import torch  # noqa: F401
+
+            fw = "torch"
+        except ImportError:
+            fw = "numpy"
+    sync = lambda: None  # noqa: E731
+    if args.device.startswith("cuda"):
+        import torch
+
+        sync = torch.cuda.synchronize
+    many, one = make(args.dir, args.count, args.size)
+    total = args.count * args.size
+    print("%d tensors x %d bytes = %.1f MB; framework %s, device %s" % (args.count, args.size, total / 1e6, fw, args.device))
+    for name, load in loaders(args.loaders.split(","), args.device, fw).items():
+        rates = {}
+        for label, path in (("one", one), ("many", many)):
+            warm(path)
+            times = []
+            for _ in range(args.runs):
+                gc.collect()
+                sync()
+                t0 = time.perf_counter()
+                out = load(path)
+                sync()
+                times.append(time.perf_counter() - t0)
+                del out
+            med = statistics.median(times)
+            rates[label] = total / med / 1e9
+            print("  %-16s %-4s median %.4f s  %.2f GB/s  (best %.4f s)" % (name, label, med, rates[label], min(times)))
+        print("  %-16s many/one = %.2f" % (name, rates["many"] / rates["one"]))
+
+
+if __name__ == "__main__":
+    main()
