@@ -71,6 +71,16 @@ sanflags=
 	"$here/consumer.c" -o "$tmp/consumer_c" $cflags $libs
 OPENDS_ACCEL=host LD_LIBRARY_PATH=$libdir "$tmp/consumer_c" "$tmp/data/pat16.bin"
 
+# the installed tools run before ldconfig: a RUNPATH relative to themselves
+info=$(find "$tmp/dest" -path '*/bin/opends-info' | head -n 1)
+if [ -n "$info" ]; then
+	env -u LD_LIBRARY_PATH "$info" --version | grep -q '^opends-info (OpenDS)' ||
+		{ echo "FAIL: the installed opends-info does not find its library"; exit 1; }
+	for page in man1/opends-info.1 man1/opends-bench.1 man3/opends.3; do
+		find "$tmp/dest" -path "*/man/$page" | grep -q . || { echo "FAIL: man page $page not installed"; exit 1; }
+	done
+fi
+
 # CMake: the package beside the .pc, found through CMAKE_PREFIX_PATH
 if command -v cmake >/dev/null 2>&1; then
 	cfg=$(find "$tmp/dest" -name opendsConfig.cmake | head -n 1)
