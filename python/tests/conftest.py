@@ -50,3 +50,16 @@ def pattern():
         return np.random.default_rng(seed).integers(0, 256, n, dtype=np.uint8)
 
     return make
+
+
+@pytest.fixture
+def make_datafile(tmp_path, pattern):
+    """A function n -> (path, data): a file of n pattern bytes in tmp_path."""
+
+    def make(n, name="d.bin", seed=1):
+        data = pattern(n, seed)
+        p = tmp_path / name
+        p.write_bytes(data.tobytes())
+        return str(p), data
+
+    return make

@@ -16,11 +16,8 @@ pytestmark = pytest.mark.usefixtures("driver")
 
 
 @pytest.fixture
-def datafile(tmp_path, pattern):
-    data = pattern(4 << 20)
-    p = tmp_path / "d.bin"
-    p.write_bytes(data.tobytes())
-    return str(p), data
+def datafile(make_datafile):
+    return make_datafile(4 << 20)
 
 
 # -- KvikIO's positional order: (buf, size, file_offset, task_size) -------------

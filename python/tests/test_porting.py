@@ -15,11 +15,8 @@ pytestmark = pytest.mark.usefixtures("driver")
 
 
 @pytest.fixture
-def datafile(tmp_path, pattern):
-    data = pattern(1 << 20)
-    p = tmp_path / "d.bin"
-    p.write_bytes(data.tobytes())
-    return str(p), data
+def datafile(make_datafile):
+    return make_datafile(1 << 20)
 
 
 # -- KvikIO ---------------------------------------------------------------------

@@ -23,52 +23,51 @@ OPENDS_API const char *opends_last_error_detail(void)
 	return detail;
 }
 
+/* One entry per code of the list: its name and its string. */
+struct code_entry {
+	int code;
+	const char *name, *str;
+};
+static const struct code_entry codes[] = {
+#define X(name, value, str) { value, "OPENDS_" #name, str },
+	OPENDS_ERROR_LIST(X)
+#undef X
+};
+
+/* The list's entry for a code or its negation; NULL for any other code,
+ * with *errnum set to the errno it may be (0 if none). */
+static const struct code_entry *lookup(int code, int *errnum)
+{
+	*errnum = 0;
+	if (code == INT32_MIN)
+		return NULL;
+	if (code < 0) /* what the ssize_t calls return */
+		code = -code;
+	for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++)
+		if (codes[i].code == code)
+			return &codes[i];
+	if (code < OPENDS_ERRNO_MAX)
+		*errnum = code;
+	return NULL;
+}
+
 OPENDS_API const char *opends_op_status_error(int code)
 {
-	/* Negated values are what the ssize_t calls return; fold them. */
-	if (code < 0) {
-		if (code == INT32_MIN)
-			return "unknown error";
-		code = -code;
-	}
-	switch (code) {
-#define X(name, value, str) \
-	case value:         \
-		return str;
-		OPENDS_ERROR_LIST(X)
-#undef X
-	default:
-		break;
-	}
-	if (code < OPENDS_ERRNO_MAX) {
-		/* errno range: strerror's text is stable per errno on glibc
-		 * (a static table), so returning it is safe across threads. */
-		const char *s = strerrordesc_np(code);
-		return s ? s : "unknown error";
-	}
-	return "unknown error";
+	int e;
+	const struct code_entry *c = lookup(code, &e);
+	if (c)
+		return c->str;
+	/* errno range: glibc's texts are a static table, safe across threads */
+	const char *s = e ? strerrordesc_np(e) : NULL;
+	return s ? s : "unknown error";
 }
 
 OPENDS_API const char *opends_err_name(int code)
 {
-	if (code < 0) {
-		if (code == INT32_MIN)
-			return "UNKNOWN";
-		code = -code;
-	}
-	switch (code) {
-#define X(name, value, str) \
-	case value:         \
-		return "OPENDS_" #name;
-		OPENDS_ERROR_LIST(X)
-#undef X
-	default:
-		break;
-	}
-	if (code < OPENDS_ERRNO_MAX) {
-		/* glibc's table of errno names ("EIO"); static strings */
-		const char *s = strerrorname_np(code);
-		return s ? s : "UNKNOWN";
-	}
-	return "UNKNOWN";
+	int e;
+	const struct code_entry *c = lookup(code, &e);
+	if (c)
+		return c->name;
+	const char *s = e ? strerrorname_np(e) : NULL; /* "EIO": static strings */
+	return s ? s : "UNKNOWN";
 }
