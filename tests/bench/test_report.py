@@ -1,5 +1,6 @@
-"""bench/report: the tables' arithmetic on a small records.csv with known
-answers (best of several configurations, ratios, n/a cells, failed legs)."""
+"""bench/report: the tables' arithmetic on small records.csv files with known
+answers (the best ceiling shape, the median of a leg's rows rather than the
+best, ratios, flags, dropped n/a columns, failed legs, caller legs, P6)."""
 import csv
 import importlib.machinery
 import importlib.util
@@ -11,7 +12,8 @@ spec = importlib.util.spec_from_loader("report", loader)
 report = importlib.util.module_from_spec(spec)
 loader.exec_module(report)
 
-COLS = ["date", "dataset", "mode", "backend", "cache", "bytes", "seconds", "mib_s", "error"]
+COLS = ["date", "dataset", "mode", "backend", "cache", "bytes", "seconds", "mib_s", "error", "cpu_s", "mem",
+        "p50_us", "p99_us", "config", "files_s"]
 
 
 def write(tmp_path, rows):
@@ -19,44 +21,51 @@ def write(tmp_path, rows):
         w = csv.writer(f)
         w.writerow(COLS)
         for r in rows:
-            w.writerow(["d"] + list(r))
+            r = list(r) + [""] * (len(COLS) - 1 - len(r))
+            w.writerow(["d"] + r)
     return report.load(str(tmp_path / "records.csv"))
 
 
-def row_of(md, dataset, mode):
+def row_of(md, *key):
     for line in md.splitlines():
         cells = [c.strip() for c in line.strip("|").split("|")]
-        if cells[:2] == [dataset, mode]:
+        if cells[:len(key)] == list(key):
             return cells
     return None
 
 
-def test_best_ratios_and_na(tmp_path):
+def test_ceiling_best_shape_leg_median_and_flags(tmp_path):
     rows = write(tmp_path, [
         ("lmcacheish", "sync", "ceiling-disk", "cold", 1, 1, "1000", 0),
-        ("lmcacheish", "sync", "ceiling-disk", "cold", 1, 1, "1250", 0),   # best ceiling counts
+        ("lmcacheish", "batch", "ceiling-disk", "cold", 1, 1, "1250", 0),  # best shape is the ceiling
         ("lmcacheish", "sync", "cufile", "cold", 1, 1, "500", 0),
         ("lmcacheish", "sync", "kvikio", "cold", 1, 1, "2000", 0),
         ("lmcacheish", "sync", "opends:uring", "cold", 1, 1, "1500", 0),
-        ("lmcacheish", "sync", "opends:uring", "cold", 1, 1, "9999", -5),  # failed: ignored
-        ("lmcacheish", "batch", "opends:uring", "cold", 1, 1, "750", 0),
+        ("lmcacheish", "sync", "opends:uring", "cold", 1, 1, "9999", -5),  # failed: not a figure
+        ("lmcacheish", "batch", "opends:uring", "cold", 1, 1, "700", 0),   # three rows (--append):
+        ("lmcacheish", "batch", "opends:uring", "cold", 1, 1, "750", 0),   # the median, never the best
+        ("lmcacheish", "batch", "opends:uring", "cold", 1, 1, "5000", 0),
         ("-", "copy", "ceiling-h2d", "-", 1, 1, "3000", 0),
         ("lmcacheish", "sync", "opends:uring", "hot", 1, 1, "2400", 0),
     ])
-    md = report.tables(rows)
-    cold = md.split("### hot")[0]
+    md = "\n\n".join(report.dataset_tables(rows))
+    cold = md.split("hot cache")[0]
     # dataset mode disk cufile kvikio uring / disk / cufile / kvikio
     assert row_of(cold, "lmcacheish", "sync") == ["lmcacheish", "sync", "1250", "500", "2000", "1500",
-                                                  "1.20", "3.00", "0.75"]
+                                                  "1.20 ⚠", "3.00", "0.75"]
     assert row_of(cold, "lmcacheish", "batch") == ["lmcacheish", "batch", "1250", "n/a", "n/a", "750",
                                                    "0.60", "n/a", "n/a"]
     assert row_of(cold, "lmcacheish", "async") is None
-    hot = md.split("### hot")[1]
+    hot = md.split("hot cache")[1]
     assert row_of(hot, "lmcacheish", "sync")[-1] == "0.80"  # 2400 / 3000 pinned copy ceiling
-    assert "lmcacheish/sync/opends:uring/cold (-5)" in md
+    # columns that are n/a in every row are left out
+    assert "cufile" not in hot.splitlines()[2]
+    full = report.tables(rows)
+    assert "lmcacheish/sync/opends:uring/cold (-5)" in full
+    assert "under-measured" in full
 
 
-def test_readme_table_picks_best_backend(tmp_path):
+def test_readme_table_picks_best_backend_of_the_folder(tmp_path):
     rows = write(tmp_path, [
         ("tiktokish", "stream", "ceiling-disk", "cold", 1, 1, "1000", 0),
         ("tiktokish", "stream", "cufile", "cold", 1, 1, "800", 0),
@@ -66,3 +75,52 @@ def test_readme_table_picks_best_backend(tmp_path):
     t = report.readme_table(rows, "bench/results/x")
     assert row_of(t, "tiktokish", "stream") == ["tiktokish", "stream", "1000", "800", "n/a", "1200 (uring)",
                                                 "1.20", "1.50", "n/a"]
+
+
+def test_caller_table(tmp_path):
+    rows = write(tmp_path, [
+        ("-", "copy", "ceiling-h2d", "-", 1, 1, "50000", 0),
+        ("big", "seq16m", "posix", "hot", 1, 1, "10000", 0, 1, "device"),
+        ("big", "seq16m", "kvikio", "hot", 1, 1, "8000", 0, 1, "device", 0, 0, "kvikio default: 1 threads"),
+        ("big", "seq16m", "kvikio", "hot", 1, 1, "12000", 0, 1, "device", 0, 0, "kvikio best: 16 threads"),
+        ("big", "seq16m", "opends:uring", "hot", 1, 1, "40000", 0, 1, "device"),
+        ("img", "files1t", "posix", "hot", 1, 1, "2000", 0, 1, "device", 0, 0, "", "20000"),
+        ("img", "files1t", "opends:uring", "hot", 1, 1, "1000", 0, 1, "device", 0, 0, "", "10000"),
+        ("big", "rand4k", "opends:uring", "hot", 1, 1, "100", 0, 1, "device", "21.5", "40.0"),
+        ("big", "rand4k", "opends:uring", "hot", 1, 1, "300", 0, 1, "host", "9.5", "20.0"),
+        ("big", "write", "ceiling-write", "-", 1, 1, "2000", 0),
+        ("big", "write16m", "cufile", "-", 1, 1, "1600", 0, 1, "device"),
+        ("big", "write16m", "opends:uring", "-", 1, 1, "1500", 0, 1, "device"),
+    ])
+    t = report.caller_table(rows)
+    seq = row_of(t, "seq16m")
+    assert seq[3] == "40000" and seq[4] == "10000"
+    assert seq[5] == "12000 (best), 8000 (default)"
+    assert seq[7] == "ceiling-h2d 50000"
+    assert seq[8] == "0.80; 4.00× posix; 3.33× kvikio"
+    files = row_of(t, "files1t")
+    assert files[3] == "1000 (10000 files/s)" and files[8].endswith("0.50× posix")
+    rand = row_of(t, "rand4k")
+    assert rand[3] == "p50 21.5 / p99 40.0 µs; host memory p50 9.5 / p99 20.0"
+    w = row_of(t, "write16m")
+    assert w[7] == "ceiling-write 2000" and w[8] == "0.75; 0.94× cufile"
+
+
+def test_p6_cpu_per_gib(tmp_path):
+    gib = 2**30
+    rows = write(tmp_path, [
+        ("imagenetish", "sync", "opends:uring", "cold", 2 * gib, 1, "2048", 0, "1.0"),
+        ("imagenetish", "sync", "cufile", "cold", gib, 1, "1024", 0, "0.25"),
+    ])
+    t = report.summary_table(rows)
+    assert row_of(t, "P6: CPU-s per GiB, sync cold") == ["P6: CPU-s per GiB, sync cold", "0.50", "cufile 0.25", "2.00"]
+
+
+def test_chart_says_why_it_is_missing(tmp_path):
+    rows = write(tmp_path, [("imagenetish", "sync", "opends:uring", "hot", 1, 1, "100", 0)])
+    why = report.chart(rows, str(tmp_path / "report.png"))
+    try:
+        import matplotlib  # noqa: F401
+        assert why is None and (tmp_path / "report.png").exists()
+    except ImportError:
+        assert "matplotlib" in why and not (tmp_path / "report.png").exists()

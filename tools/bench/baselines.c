@@ -97,8 +97,8 @@ static void *pread_worker(void *arg)
 	return NULL;
 }
 
-static void pread_config(const struct dataset *ds, bool direct, unsigned threads, size_t block,
-			 struct leg_result *r)
+static void pread_config(const struct dataset *ds, const unsigned *order, bool direct, unsigned threads,
+			 size_t block, struct leg_result *r)
 {
 	struct pread_ctx c = { .ds = ds, .direct = direct, .block = block };
 	pthread_t t[256];
@@ -108,17 +108,20 @@ static void pread_config(const struct dataset *ds, bool direct, unsigned threads
 	unsigned n_items = 0;
 	for (unsigned f = 0; f < ds->nfiles; f++)
 		n_items += (unsigned)((ds->files[f].size + ITEM_SPAN - 1) / ITEM_SPAN);
-	c.items = malloc(n_items * sizeof(*c.items));
+	c.items = malloc((n_items ? n_items : 1) * sizeof(*c.items));
 	if (!c.items) {
 		r->error = -ENOMEM;
 		return;
 	}
-	for (unsigned f = 0; f < ds->nfiles; f++)
+	for (unsigned k = 0; k < ds->nfiles; k++) {
+		unsigned f = order ? order[k] : k;
 		for (uint64_t off = 0; off < ds->files[f].size; off += ITEM_SPAN) {
 			uint64_t len = ds->files[f].size - off < ITEM_SPAN ? ds->files[f].size - off : ITEM_SPAN;
 			c.items[c.nitems++] = (struct pread_item){ f, off, len };
 		}
-	snprintf(r->config, sizeof(r->config), "pread%s %ux%zuKiB", direct ? " O_DIRECT" : "", threads, block >> 10);
+	}
+	snprintf(r->config, sizeof(r->config), "pread%s %u threads x %zu KiB%s", direct ? " O_DIRECT" : "", threads,
+		 block >> 10, order ? ", leg order" : "");
 	double c0 = cpu_now();
 	uint64_t t0 = st_now_ns();
 	unsigned n = 0;
@@ -138,11 +141,13 @@ static void pread_config(const struct dataset *ds, bool direct, unsigned threads
 /* ---- one thread, one deep io_uring -------------------------------------- */
 
 #ifdef BENCH_HAVE_URING
-static void uring_config(const struct dataset *ds, bool direct, unsigned qd, size_t block, struct leg_result *r)
+static void uring_config(const struct dataset *ds, const unsigned *order, bool direct, unsigned qd, size_t block,
+			 struct leg_result *r)
 {
 	struct io_uring ring;
 	memset(r, 0, sizeof(*r));
-	snprintf(r->config, sizeof(r->config), "io_uring%s qd%ux%zuKiB", direct ? " O_DIRECT" : "", qd, block >> 10);
+	snprintf(r->config, sizeof(r->config), "io_uring%s 1 thread, %u x %zu KiB in flight%s", direct ? " O_DIRECT" : "",
+		 qd, block >> 10, order ? ", leg order" : "");
 	if (io_uring_queue_init(qd, &ring, 0)) {
 		r->error = -ENOSYS;
 		return;
@@ -169,7 +174,7 @@ static void uring_config(const struct dataset *ds, bool direct, unsigned qd, siz
 	while (file < ds->nfiles || inflight) {
 		/* fill the queue with the next blocks in file order */
 		while (nfree && file < ds->nfiles) {
-			const struct ds_file *f = &ds->files[file];
+			const struct ds_file *f = &ds->files[order ? order[file] : file];
 			if (!opened) {
 				fds[file] = open_ro(f->path, direct);
 				if (fds[file] < 0) {
@@ -227,24 +232,36 @@ out:
 }
 #endif
 
-unsigned ceiling_disk(const struct dataset *ds, bool direct, unsigned threads, struct leg_result *out,
-		      unsigned max, void (*prepare)(const struct dataset *ds))
+unsigned ceiling_disk(const struct dataset *ds, const unsigned *order, bool direct, unsigned threads,
+		      unsigned deep, struct leg_result *out, unsigned max,
+		      void (*prepare)(const struct dataset *ds, bool cold))
 {
 	unsigned n = 0;
 	/* several shapes: the ceiling is the best of them, and one shape is
 	 * not enough (threads × pread under-reports some disks) */
 	static const size_t blocks[] = { 4u << 20, 1u << 20 };
 	for (unsigned b = 0; b < 2 && n < max; b++) {
-		prepare(ds);
-		pread_config(ds, direct, threads, blocks[b], &out[n++]);
+		prepare(ds, direct);
+		pread_config(ds, order, direct, threads, blocks[b], &out[n++]);
 	}
 #ifdef BENCH_HAVE_URING
-	if (n < max) {
-		prepare(ds);
-		uring_config(ds, direct, 32, 1u << 20, &out[n++]);
+	unsigned qds[2] = { 32, deep > 128 ? 128 : deep };
+	for (unsigned q = 0; q < 2 && n < max; q++) {
+		if (q == 1 && qds[1] <= 32)
+			break;
+		prepare(ds, direct);
+		uring_config(ds, order, direct, qds[q], 1u << 20, &out[n++]);
 	}
+#else
+	(void)deep;
 #endif
 	return n;
+}
+
+void ceiling_host(const struct dataset *ds, unsigned threads, size_t block, struct leg_result *r)
+{
+	pread_config(ds, NULL, false, threads, block, r);
+	snprintf(r->config, sizeof(r->config), "buffered pread %u threads x %zu KiB, hot", threads, block >> 10);
 }
 
 /* ---- cuFile --------------------------------------------------------------- */
@@ -262,6 +279,7 @@ static struct {
 	CUfileError_t (*handle_register)(CUfileHandle_t *, CUfileDescr_t *);
 	void (*handle_deregister)(CUfileHandle_t);
 	ssize_t (*read)(CUfileHandle_t, void *, size_t, off_t, off_t);
+	ssize_t (*write)(CUfileHandle_t, const void *, size_t, off_t, off_t);
 	/* optional */
 	CUfileError_t (*batch_setup)(CUfileBatchHandle_t *, unsigned);
 	CUfileError_t (*batch_submit)(CUfileBatchHandle_t, unsigned, CUfileIOParams_t *, unsigned);
@@ -289,12 +307,14 @@ bool cufile_available(char *why, unsigned long why_len)
 	*(void **)&cf.handle_register = dlsym(cf.lib, "cuFileHandleRegister");
 	*(void **)&cf.handle_deregister = dlsym(cf.lib, "cuFileHandleDeregister");
 	*(void **)&cf.read = dlsym(cf.lib, "cuFileRead");
+	*(void **)&cf.write = dlsym(cf.lib, "cuFileWrite");
 	*(void **)&cf.batch_setup = dlsym(cf.lib, "cuFileBatchIOSetUp");
 	*(void **)&cf.batch_submit = dlsym(cf.lib, "cuFileBatchIOSubmit");
 	*(void **)&cf.batch_status = dlsym(cf.lib, "cuFileBatchIOGetStatus");
 	*(void **)&cf.batch_destroy = dlsym(cf.lib, "cuFileBatchIODestroy");
 	*(void **)&cf.read_async = dlsym(cf.lib, "cuFileReadAsync");
-	if (!cf.driver_open || !cf.driver_close || !cf.handle_register || !cf.handle_deregister || !cf.read) {
+	if (!cf.driver_open || !cf.driver_close || !cf.handle_register || !cf.handle_deregister || !cf.read ||
+	    !cf.write) {
 		snprintf(why, why_len, "libcufile.so.0 lacks cuFile entry points");
 		return false;
 	}
@@ -630,5 +650,86 @@ int cufile_stream_leg(const struct dataset *ds, unsigned conc, char *dest, size_
 		gpu_stream_destroy(st[i]);
 	free(st);
 	free(s);
+	return res->error;
+}
+
+/* ---- cuFile writes -------------------------------------------------------- */
+
+struct cfw_ctx {
+	CUfileHandle_t h;
+	const char *src;
+	uint64_t size, span;
+	size_t call;
+	atomic_int err;
+};
+
+struct cfw_arg {
+	struct cfw_ctx *c;
+	unsigned index;
+};
+
+static void *cfw_worker(void *arg)
+{
+	struct cfw_arg *a = arg;
+	struct cfw_ctx *c = a->c;
+	gpu_bind_thread();
+	uint64_t lo = a->index * c->span, hi = lo + c->span < c->size ? lo + c->span : c->size;
+	for (uint64_t off = lo; off < hi && !atomic_load(&c->err);) {
+		size_t n = hi - off < c->call ? (size_t)(hi - off) : c->call;
+		ssize_t r = cf.write(c->h, c->src, n, (off_t)off, (off_t)off);
+		if (r <= 0) {
+			atomic_store(&c->err, r == -1 ? -errno : r == 0 ? -EIO : (int)r);
+			break;
+		}
+		off += (uint64_t)r;
+	}
+	return NULL;
+}
+
+int cufile_write_leg(const char *path, const void *src, uint64_t size, unsigned threads, size_t call,
+		     struct leg_result *res)
+{
+	memset(res, 0, sizeof(*res));
+	snprintf(res->config, sizeof(res->config), "cuFileWrite %u thread%s x %zu MiB, O_DIRECT, + fdatasync", threads,
+		 threads == 1 ? "" : "s", call >> 20);
+	if (threads < 1 || threads > 64)
+		return res->error = -EINVAL;
+	unlink(path);
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_DIRECT, 0644);
+	if (fd < 0)
+		return res->error = -errno;
+	CUfileDescr_t d;
+	memset(&d, 0, sizeof(d));
+	d.type = CU_FILE_HANDLE_TYPE_OPAQUE_FD;
+	d.handle.fd = fd;
+	struct cfw_ctx c = { .src = src, .size = size, .call = call };
+	CUfileError_t e = cf.handle_register(&c.h, &d);
+	if (e.err) {
+		close(fd);
+		return res->error = -e.err;
+	}
+	c.span = (size + threads - 1) / threads;
+	c.span = (c.span + 4095) & ~4095ull;
+	pthread_t t[64];
+	struct cfw_arg args[64];
+	double c0 = cpu_now();
+	uint64_t t0 = st_now_ns();
+	unsigned n = 0;
+	for (; n < threads; n++) {
+		args[n] = (struct cfw_arg){ &c, n };
+		if (pthread_create(&t[n], NULL, cfw_worker, &args[n]))
+			break;
+	}
+	for (unsigned i = 0; i < n; i++)
+		pthread_join(t[i], NULL);
+	if (fdatasync(fd) && !atomic_load(&c.err))
+		atomic_store(&c.err, -errno);
+	res->seconds = st_seconds(t0, st_now_ns());
+	res->cpu_s = cpu_now() - c0;
+	res->error = atomic_load(&c.err);
+	res->bytes = res->error ? 0 : size;
+	res->files = 1;
+	cf.handle_deregister(c.h);
+	close(fd);
 	return res->error;
 }

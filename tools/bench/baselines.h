@@ -4,6 +4,7 @@
 #define BENCH_BASELINES_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "dataset.h"
@@ -14,13 +15,23 @@ struct leg_result {
 	unsigned files;
 	double p50_us, p99_us; /* per-file latency, 0 when not measured */
 	int error;             /* 0 or -errno / -code of the first failure */
-	char config[96];       /* what was measured, e.g. "pread 8x4MiB" */
+	char config[128];      /* what was measured, e.g. "pread 8x4MiB" */
+	unsigned repeats;      /* runs behind the figures (median kept), 0 = 1 */
+	double mib_min, mib_max; /* spread over the runs */
 };
 
-/* Host-memory reads over the dataset's files: direct when cold, buffered
- * when hot. Returns the number of configurations written to out (<= max). */
-unsigned ceiling_disk(const struct dataset *ds, bool direct, unsigned threads, struct leg_result *out,
-		      unsigned max, void (*prepare)(const struct dataset *ds));
+/* Host-memory reads over the dataset's files in the legs' order (order:
+ * file indexes, NULL for creation order): direct when cold, buffered when
+ * hot; threads × pread at 4 MiB and 1 MiB blocks (the sync legs' shape) and
+ * one thread with an io_uring 32 and `deep` in flight (the async and batch
+ * legs' shape). prepare(ds, cold) runs before each shape. Returns the
+ * number of configurations written to out (<= max). */
+unsigned ceiling_disk(const struct dataset *ds, const unsigned *order, bool direct, unsigned threads,
+		      unsigned deep, struct leg_result *out, unsigned max,
+		      void (*prepare)(const struct dataset *ds, bool cold));
+/* Buffered pread of the (hot) dataset by threads × block into pinned
+ * host memory: the ceiling-host of the caller legs. */
+void ceiling_host(const struct dataset *ds, unsigned threads, size_t block, struct leg_result *r);
 
 /* cuFile baseline, sync mode: threads × (open, register, cuFileRead whole
  * file into device memory, deregister). false with why when libcufile is
@@ -33,6 +44,11 @@ int cufile_sync_leg(const struct dataset *ds, unsigned threads, void **dest, str
  * libcufile lacks the API. */
 int cufile_batch_leg(const struct dataset *ds, unsigned conc, char *dest, size_t slot, struct leg_result *res);
 int cufile_stream_leg(const struct dataset *ds, unsigned conc, char *dest, size_t slot, struct leg_result *res);
+/* cuFileWrite of size bytes from device memory src to a new file at path
+ * (opened O_DIRECT, as cuFile needs), threads each writing its own range
+ * in calls of call bytes, then fdatasync. */
+int cufile_write_leg(const char *path, const void *src, uint64_t size, unsigned threads, size_t call,
+		     struct leg_result *res);
 void cufile_close(void);
 
 #endif

@@ -295,7 +295,7 @@ int ds_generate(struct dataset *ds, unsigned threads, bool verbose)
 		uint64_t done = atomic_load(&g.done_bytes);
 		bool finished = done >= ds->total_bytes || atomic_load(&g.err) ||
 				atomic_load(&g.next) >= ds->nfiles + started;
-		if (verbose && (++ticks % 10 == 0 || finished))
+		if (verbose && (finished || (++ticks % 10 == 0 && isatty(2))))
 			fprintf(stderr, "\rgenerating %s: %.2f / %.2f GiB", ds->spec->name, done / (double)GiB,
 				ds->total_bytes / (double)GiB);
 		if (finished)

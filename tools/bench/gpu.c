@@ -36,6 +36,9 @@ static struct {
 	CUresult (*stream_create)(void **, unsigned);
 	CUresult (*stream_sync)(void *);
 	CUresult (*stream_destroy)(void *);
+	CUresult (*device_count)(int *);
+	CUresult (*mem_info)(size_t *, size_t *);
+	CUcontext dev_ctx[8];
 } cu;
 
 #define LOAD(field, sym)                                          \
@@ -70,6 +73,8 @@ bool gpu_open(char *why, size_t why_len)
 	LOAD(stream_create, "cuStreamCreate");
 	LOAD(stream_sync, "cuStreamSynchronize");
 	LOAD(stream_destroy, "cuStreamDestroy_v2");
+	LOAD(device_count, "cuDeviceGetCount");
+	LOAD(mem_info, "cuMemGetInfo_v2");
 	CUdevice dev;
 	CUresult r;
 	if ((r = cu.init(0)) || (r = cu.device_get(&dev, 0)) || (r = cu.retain(&cu.ctx, dev)) ||
@@ -78,6 +83,7 @@ bool gpu_open(char *why, size_t why_len)
 		return false;
 	}
 	cu.device_name(cu.name, sizeof(cu.name), dev);
+	cu.dev_ctx[0] = cu.ctx;
 	return true;
 }
 
@@ -86,6 +92,7 @@ void gpu_bind_thread(void)
 	if (cu.ctx)
 		cu.set_current(cu.ctx);
 }
+
 
 const char *gpu_name(void)
 {
@@ -109,19 +116,77 @@ int gpu_to_host(void *dst, const void *src, size_t n)
 	return cu.dtoh(dst, (CUdeviceptr)(uintptr_t)src, n);
 }
 
+int gpu_from_host(void *dst, const void *src, size_t n)
+{
+	return cu.htod((CUdeviceptr)(uintptr_t)dst, src, n);
+}
+
+void *gpu_host_alloc(size_t n)
+{
+	void *p = NULL;
+	return cu.alloc_host(&p, n ? n : 1) ? NULL : p;
+}
+
+void gpu_host_free(void *p)
+{
+	if (p)
+		cu.free_host(p);
+}
+
+int gpu_count(void)
+{
+	int n = 0;
+	if (!cu.ctx || cu.device_count(&n))
+		return 0;
+	return n;
+}
+
+bool gpu_bind_device(int dev)
+{
+	if (!cu.ctx || dev < 0 || dev >= 8 || dev >= gpu_count())
+		return false;
+	if (!cu.dev_ctx[dev]) {
+		CUdevice d;
+		if (cu.device_get(&d, dev) || cu.retain(&cu.dev_ctx[dev], d))
+			return false;
+	}
+	return cu.set_current(cu.dev_ctx[dev]) == 0;
+}
+
+void *gpu_alloc_on(int dev, size_t n)
+{
+	if (!gpu_bind_device(dev))
+		return NULL;
+	return gpu_alloc(n);
+}
+
+size_t gpu_free_bytes(void)
+{
+	size_t fr = 0, total = 0;
+	if (!cu.ctx || cu.mem_info(&fr, &total))
+		return 0;
+	return fr;
+}
+
 double gpu_h2d_ceiling(size_t bytes)
 {
 	void *h = NULL;
 	CUdeviceptr d = 0;
 	double best = 0;
+	/* each sample moves at least 256 MiB, so small copies are timed over
+	 * many calls, as a loop of such calls would run */
+	unsigned reps = bytes >= ((size_t)256 << 20) ? 1 : (unsigned)(((size_t)256 << 20) / bytes);
 	if (cu.alloc_host(&h, bytes) || cu.mem_alloc(&d, bytes))
 		goto out;
 	cu.htod(d, h, bytes); /* warm-up: maps and first-touch */
 	for (int i = 0; i < 5; i++) {
 		uint64_t t0 = st_now_ns();
-		if (cu.htod(d, h, bytes) || cu.sync())
+		for (unsigned r = 0; r < reps; r++)
+			if (cu.htod(d, h, bytes))
+				goto out;
+		if (cu.sync())
 			break;
-		double mib = st_mib_s(bytes, st_seconds(t0, st_now_ns()));
+		double mib = st_mib_s((uint64_t)bytes * reps, st_seconds(t0, st_now_ns()));
 		if (mib > best)
 			best = mib;
 	}
@@ -152,10 +217,11 @@ void gpu_stream_destroy(void *stream)
 
 void gpu_close(void)
 {
-	if (cu.ctx) {
+	for (int i = 0; i < 8; i++) {
 		CUdevice dev;
-		if (!cu.device_get(&dev, 0))
+		if (cu.dev_ctx[i] && !cu.device_get(&dev, i))
 			cu.release(dev);
+		cu.dev_ctx[i] = NULL;
 	}
 	cu.ctx = NULL;
 }

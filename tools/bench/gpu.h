@@ -14,6 +14,15 @@ const char *gpu_name(void);
 void *gpu_alloc(size_t n);                 /* device memory, or NULL */
 void gpu_free(void *p);
 int gpu_to_host(void *dst, const void *src, size_t n);
+int gpu_from_host(void *dst, const void *src, size_t n);
+void *gpu_host_alloc(size_t n);            /* pinned host memory, or NULL */
+void gpu_host_free(void *p);
+int gpu_count(void);                        /* devices the driver sees */
+/* The primary context of device dev current on this thread (retained on
+ * first use); false when there is no such device. */
+bool gpu_bind_device(int dev);
+void *gpu_alloc_on(int dev, size_t n);      /* device memory on dev; binds dev */
+size_t gpu_free_bytes(void);                /* free memory of device 0 */
 /* pinned host → device copy bandwidth in MiB/s, best of a few runs */
 double gpu_h2d_ceiling(size_t bytes);
 /* a non-blocking stream of the context, its synchronisation, its end */

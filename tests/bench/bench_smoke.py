@@ -1,0 +1,46 @@
+#!/usr/bin/env python3
+"""CI smoke of every opends-bench leg on a machine without a GPU: the
+README's --quick demo shrunk to a few seconds (tiny files, one run per leg),
+then checks that records.csv has an error-free row for every dataset mode
+and caller leg, its ceilings and peers, and that bench/report turns it into
+a report. Usage: bench_smoke.py OPENDS_BENCH WORKDIR"""
+import csv
+import os
+import subprocess
+import sys
+
+bench, work = sys.argv[1], sys.argv[2]
+here = os.path.dirname(os.path.abspath(__file__))
+out = os.path.join(work, "smoke-out")
+cmd = [bench, "--quick", "--quiet", "--data", os.path.join(work, "smoke-data"), "--out", out,
+       "--datasets", "imagenetish", "--scale", "0.005", "--big-size", "32M", "--write-size", "16M",
+       "--rand-reads", "200", "--repeat", "1"]
+p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=240)
+print(p.stdout)
+assert p.returncode == 0, f"opends-bench exited {p.returncode}"
+rows = list(csv.DictReader(open(os.path.join(out, "records.csv"))))
+bad = [r for r in rows if r["error"] != "0"]
+assert not bad, f"failed rows: {bad}"
+have = {(r["mode"], r["backend"].split(":")[0]) for r in rows}
+want = [(m, "opends") for m in ("sync", "async", "stream", "batch", "seq16m", "files1t", "rand4k",
+                                 "write16m", "write8t", "gpu1")]
+want += [(m, "posix") for m in ("seq16m", "files1t", "rand4k", "write16m", "write8t")]
+want += [("copy", "ceiling-h2d"), ("read", "ceiling-host"), ("write", "ceiling-write"),
+         ("sync", "ceiling-disk"), ("batch", "ceiling-disk")]
+missing = [w for w in want if w not in have]
+assert not missing, f"legs without a row: {missing}"
+for r in rows:
+    assert r["commit"], "every row names the commit"
+    if r["mode"] == "rand4k":
+        assert float(r["p50_us"]) > 0 and float(r["p99_us"]) >= float(r["p50_us"])
+    if r["mode"] in ("sync", "async", "stream", "batch") and r["backend"].startswith("opends:"):
+        assert int(r["verified"]) > 0, f"{r['mode']}: nothing verified"
+# gpu2 and fanout2 need two GPUs: said as n/a, not dropped silently
+assert "gpu2" in p.stdout and "fanout2" in p.stdout and "n/a" in p.stdout
+r = subprocess.run([sys.executable, os.path.join(here, "..", "..", "bench", "report"), out],
+                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+print(r.stdout)
+assert r.returncode == 0, "bench/report failed"
+md = open(os.path.join(out, "report.md")).read()
+assert "seq16m" in md and "ceiling-write" in md
+print("smoke ok")

@@ -1,0 +1,591 @@
+/* The dataset legs: dataset × mode × backend × cache, each measured next
+ * to the disk ceiling of the same files, order and concurrency (before and
+ * after the backends' legs, the higher kept) and to cuFile. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <opends.h>
+
+#include "bench.h"
+#include "gpu.h"
+#include "stats.h"
+
+struct leg {
+	const struct dataset *ds;
+	char *dest;        /* registered destination: nslots × slot_size */
+	size_t slot_size;
+	unsigned nslots;
+	unsigned threads;  /* sync */
+	unsigned conc;     /* async, stream, batch */
+	unsigned *order;   /* files in random order */
+	int *slot_file;    /* last file read into each slot, for verification */
+	double *lat_us;    /* per-file latency (sync) */
+	atomic_uint next;
+	atomic_int err;
+};
+
+static void fail(struct leg *l, int code)
+{
+	int zero = 0;
+	atomic_compare_exchange_strong(&l->err, &zero, code);
+}
+
+static int open_file(struct leg *l, unsigned i, opends_handle_t *fh)
+{
+	int fd = open(l->ds->files[i].path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		fail(l, -errno);
+		return -1;
+	}
+	opends_error_t e = opends_handle_register(fh, fd);
+	if (e.err) {
+		fail(l, -(int)e.err);
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void close_file(opends_handle_t fh, int fd)
+{
+	opends_handle_deregister(fh);
+	close(fd);
+}
+
+static void check_result(struct leg *l, unsigned i, ssize_t r)
+{
+	if (r < 0)
+		fail(l, (int)r);
+	else if ((uint64_t)r != l->ds->files[i].size)
+		fail(l, -EIO); /* short read of a whole file */
+	else
+		progress_add((uint64_t)r);
+}
+
+struct sync_arg {
+	struct leg *l;
+	unsigned slot;
+};
+
+static void *sync_worker(void *arg)
+{
+	struct sync_arg *a = arg;
+	struct leg *l = a->l;
+	if (opt.use_gpu)
+		gpu_bind_thread();
+	for (;;) {
+		unsigned k = atomic_fetch_add(&l->next, 1);
+		if (k >= l->ds->nfiles || atomic_load(&l->err))
+			break;
+		unsigned i = l->order[k];
+		uint64_t t0 = st_now_ns();
+		opends_handle_t fh;
+		int fd = open_file(l, i, &fh);
+		if (fd < 0)
+			break;
+		ssize_t r = opends_sync_read(fh, l->dest, l->ds->files[i].size, 0, (off_t)(a->slot * l->slot_size));
+		close_file(fh, fd);
+		l->lat_us[k] = (double)(st_now_ns() - t0) / 1e3;
+		check_result(l, i, r);
+		l->slot_file[a->slot] = (int)i;
+	}
+	return NULL;
+}
+
+static void leg_sync(struct leg *l)
+{
+	pthread_t t[256];
+	struct sync_arg a[256];
+	unsigned n = l->threads < l->nslots ? l->threads : l->nslots, started = 0;
+	for (; started < n && started < 256; started++) {
+		a[started] = (struct sync_arg){ l, started };
+		if (pthread_create(&t[started], NULL, sync_worker, &a[started]))
+			break;
+	}
+	for (unsigned i = 0; i < started; i++)
+		pthread_join(t[i], NULL);
+}
+
+struct inflight {
+	opends_handle_t fh;
+	int fd;
+	int file;
+	ssize_t result;
+	size_t size;
+	off_t file_offset, buf_offset;
+	opends_async_future_t fut;
+};
+
+static void leg_async(struct leg *l)
+{
+	unsigned c = l->conc;
+	struct inflight *s = calloc(c, sizeof(*s));
+	for (unsigned i = 0; s && i < c; i++)
+		s[i].file = -1;
+	for (unsigned k = 0; s && k < l->ds->nfiles && !atomic_load(&l->err); k++) {
+		struct inflight *x = &s[k % c];
+		if (x->file >= 0) {
+			check_result(l, (unsigned)x->file, opends_async_await(&x->fut));
+			close_file(x->fh, x->fd);
+			x->file = -1;
+		}
+		unsigned i = l->order[k];
+		if ((x->fd = open_file(l, i, &x->fh)) < 0)
+			break;
+		opends_error_t e = opends_async_read(x->fh, l->dest, l->ds->files[i].size, 0,
+						     (off_t)((k % c) * l->slot_size), &x->fut);
+		if (e.err) {
+			fail(l, -(int)e.err);
+			close_file(x->fh, x->fd);
+			break;
+		}
+		x->file = (int)i;
+		l->slot_file[k % c] = (int)i;
+	}
+	for (unsigned j = 0; s && j < c; j++)
+		if (s[j].file >= 0) {
+			check_result(l, (unsigned)s[j].file, opends_async_await(&s[j].fut));
+			close_file(s[j].fh, s[j].fd);
+		}
+	if (!s)
+		fail(l, -ENOMEM);
+	free(s);
+}
+
+static void leg_stream(struct leg *l, opends_stream_t *streams)
+{
+	unsigned c = l->conc;
+	struct inflight *s = calloc(c, sizeof(*s));
+	for (unsigned i = 0; s && i < c; i++)
+		s[i].file = -1;
+	for (unsigned k = 0; s && k < l->ds->nfiles && !atomic_load(&l->err); k++) {
+		unsigned slot = k % c;
+		struct inflight *x = &s[slot];
+		if (x->file >= 0) {
+			opends_stream_synchronize(streams[slot]);
+			check_result(l, (unsigned)x->file, x->result);
+			close_file(x->fh, x->fd);
+			x->file = -1;
+		}
+		unsigned i = l->order[k];
+		if ((x->fd = open_file(l, i, &x->fh)) < 0)
+			break;
+		x->size = l->ds->files[i].size;
+		x->file_offset = 0;
+		x->buf_offset = (off_t)(slot * l->slot_size);
+		x->result = 0;
+		opends_error_t e = opends_stream_read(x->fh, l->dest, &x->size, &x->file_offset, &x->buf_offset,
+						      &x->result, streams[slot]);
+		if (e.err) {
+			fail(l, -(int)e.err);
+			close_file(x->fh, x->fd);
+			break;
+		}
+		x->file = (int)i;
+		l->slot_file[slot] = (int)i;
+	}
+	for (unsigned j = 0; s && j < c; j++)
+		if (s[j].file >= 0) {
+			opends_stream_synchronize(streams[j]);
+			check_result(l, (unsigned)s[j].file, s[j].result);
+			close_file(s[j].fh, s[j].fd);
+		}
+	if (!s)
+		fail(l, -ENOMEM);
+	free(s);
+}
+
+static void leg_batch(struct leg *l)
+{
+	unsigned c = l->conc;
+	opends_batch_t b;
+	opends_error_t e = opends_batch_setup(&b, c);
+	if (e.err) {
+		fail(l, -(int)e.err);
+		return;
+	}
+	struct inflight *s = calloc(c, sizeof(*s));
+	opends_io_params_t *p = calloc(c, sizeof(*p));
+	opends_io_events_t *ev = calloc(c, sizeof(*ev));
+	unsigned *free_slots = calloc(c, sizeof(*free_slots)), nfree = c, k = 0, busy = 0;
+	if (!s || !p || !ev || !free_slots) {
+		fail(l, -ENOMEM);
+		goto out;
+	}
+	for (unsigned i = 0; i < c; i++)
+		free_slots[i] = c - 1 - i;
+	while ((k < l->ds->nfiles && !atomic_load(&l->err)) || busy) {
+		unsigned np = 0;
+		while (nfree && k < l->ds->nfiles && !atomic_load(&l->err)) {
+			unsigned slot = free_slots[--nfree], i = l->order[k++];
+			struct inflight *x = &s[slot];
+			if ((x->fd = open_file(l, i, &x->fh)) < 0) {
+				free_slots[nfree++] = slot;
+				break;
+			}
+			x->file = (int)i;
+			l->slot_file[slot] = (int)i;
+			p[np] = (opends_io_params_t){ .mode = OPENDS_BATCH,
+						      .u.batch = { l->dest, 0, (off_t)(slot * l->slot_size),
+								   l->ds->files[i].size },
+						      .fh = x->fh,
+						      .opcode = OPENDS_READ,
+						      .cookie = (void *)(uintptr_t)slot };
+			np++;
+		}
+		if (np) {
+			e = opends_batch_submit(b, np, p, 0);
+			if (e.err) {
+				fail(l, -(int)e.err);
+				for (unsigned j = 0; j < np; j++) {
+					unsigned slot = (unsigned)(uintptr_t)p[j].cookie;
+					close_file(s[slot].fh, s[slot].fd);
+				}
+				break;
+			}
+			busy += np;
+		}
+		if (!busy)
+			break;
+		unsigned nr = c;
+		e = opends_batch_get_status(b, 1, &nr, ev, NULL);
+		if (e.err) {
+			fail(l, -(int)e.err);
+			break;
+		}
+		for (unsigned j = 0; j < nr; j++) {
+			unsigned slot = (unsigned)(uintptr_t)ev[j].cookie;
+			check_result(l, (unsigned)s[slot].file,
+				     ev[j].status == OPENDS_COMPLETE ? ev[j].ret : (ev[j].ret < 0 ? ev[j].ret : -EIO));
+			close_file(s[slot].fh, s[slot].fd);
+			free_slots[nfree++] = slot;
+			busy--;
+		}
+	}
+out:
+	opends_batch_destroy(b); /* waits for anything still in flight */
+	free(s);
+	free(p);
+	free(ev);
+	free(free_slots);
+}
+
+/* Check the last file of up to 32 slots: whole files up to 16 MiB, else 16
+ * windows of 1 MiB. Returns files verified; a mismatch fails the leg. */
+static unsigned verify(struct leg *l)
+{
+	unsigned checked = 0;
+	char *tmp = malloc(16u << 20);
+	if (!tmp)
+		return 0;
+	for (unsigned sl = 0; sl < l->nslots && checked < 32; sl++) {
+		int i = l->slot_file[sl];
+		if (i < 0)
+			continue;
+		const struct ds_file *f = &l->ds->files[i];
+		unsigned windows = f->size <= (16u << 20) ? 1 : 16;
+		size_t wlen = windows == 1 ? f->size : (1u << 20);
+		for (unsigned w = 0; w < windows; w++) {
+			uint64_t off = windows == 1 ? 0 : (f->size - wlen) / (windows - 1) * w;
+			dest_get(tmp, l->dest + sl * l->slot_size + off, wlen);
+			uint64_t bad = ds_check(f->seed, off, tmp, wlen);
+			if (bad) {
+				fprintf(stderr, "verify: %s differs at byte %" PRIu64 "\n", f->path, off + bad - 1);
+				fail(l, -EILSEQ);
+				free(tmp);
+				return checked;
+			}
+		}
+		checked++;
+	}
+	free(tmp);
+	return checked;
+}
+
+static const char *const modes[] = { "sync", "async", "stream", "batch" };
+
+/* One run of one leg, for repeat_leg. */
+struct leg_run {
+	const struct dataset *ds;
+	const unsigned *order;
+	char *dest;
+	size_t slot_size;
+	unsigned nslots, conc, mode;
+	bool cold;
+	opends_stream_t *streams;
+	const char *label;
+	unsigned verified;
+};
+
+static int leg_once(void *ctx, struct leg_result *r)
+{
+	struct leg_run *x = ctx;
+	const struct dataset *ds = x->ds;
+	struct leg l = { .ds = ds, .dest = x->dest, .slot_size = x->slot_size, .nslots = x->nslots,
+			 .threads = opt.threads < x->nslots ? opt.threads : x->nslots, .conc = x->conc };
+	l.order = (unsigned *)x->order;
+	l.lat_us = calloc(ds->nfiles, sizeof(*l.lat_us));
+	l.slot_file = malloc(x->nslots * sizeof(*l.slot_file));
+	if (!l.lat_us || !l.slot_file) {
+		free(l.lat_us);
+		free(l.slot_file);
+		return r->error = -ENOMEM;
+	}
+	for (unsigned i = 0; i < x->nslots; i++)
+		l.slot_file[i] = -1;
+	prepare_cache(ds, x->cold);
+	progress_start(x->label, ds->total_bytes);
+	double c0 = cpu_now();
+	uint64_t t0 = st_now_ns();
+	switch (x->mode) {
+	case 0: leg_sync(&l); break;
+	case 1: leg_async(&l); break;
+	case 2: leg_stream(&l, x->streams); break;
+	default: leg_batch(&l); break;
+	}
+	r->seconds = st_seconds(t0, st_now_ns());
+	r->cpu_s = cpu_now() - c0;
+	r->bytes = progress_bytes();
+	progress_stop();
+	r->files = ds->nfiles;
+	r->error = atomic_load(&l.err);
+	if (x->mode == 0 && !r->error) {
+		r->p50_us = st_percentile(l.lat_us, ds->nfiles, 50);
+		r->p99_us = st_percentile(l.lat_us, ds->nfiles, 99);
+	}
+	if (x->mode == 0)
+		snprintf(r->config, sizeof(r->config), "opends_sync_read, %u threads, whole files", l.threads);
+	else
+		snprintf(r->config, sizeof(r->config), "%s, %u in flight, whole files",
+			 x->mode == 1 ? "opends_async_read" : x->mode == 2 ? "opends_stream_read" : "opends_batch",
+			 x->conc);
+	x->verified = r->error ? 0 : verify(&l);
+	if (!r->error)
+		r->error = atomic_load(&l.err);
+	free(l.lat_us);
+	free(l.slot_file);
+	return r->error;
+}
+
+static void run_opends(const struct dataset *ds, const unsigned *order, const char *backend, char *dest,
+		       size_t slot_size, unsigned nslots, unsigned conc)
+{
+	setenv("OPENDS_BACKEND", backend, 1);
+	opends_error_t e = opends_driver_open();
+	if (e.err) {
+		/* an error row, so the report's failed legs show it */
+		char name[64];
+		snprintf(name, sizeof(name), "opends:%s", backend);
+		struct leg_result r = { .error = (int)e.err };
+		snprintf(r.config, sizeof(r.config), "opends_driver_open: %.100s", opends_last_error_detail());
+		struct rec k = { ds->spec->name, "sync", name, "-", opt.use_gpu ? "device" : "host", 0, 0, 0, 0 };
+		record(&k, &r);
+		return;
+	}
+	char name[64];
+	snprintf(name, sizeof(name), "opends:%s", opends_driver_backend());
+	e = opends_buf_register(dest, slot_size * nslots, 0);
+	if (e.err)
+		fprintf(stderr, "note: buffer registration failed (%s); continuing unregistered\n",
+			opends_last_error_detail());
+	opends_stream_t *streams = calloc(conc, sizeof(*streams));
+	for (unsigned i = 0; streams && i < conc; i++)
+		if (opends_stream_create(&streams[i]).err)
+			streams[i] = NULL; /* the default stream serves it */
+
+	for (unsigned m = 0; m < 4; m++) {
+		if (!in_list(opt.modes, modes[m]))
+			continue;
+		for (unsigned cc = 0; cc < 2; cc++) {
+			const char *cache = cc ? "hot" : "cold";
+			if (!in_list(opt.caches, cache))
+				continue;
+			char label[128];
+			snprintf(label, sizeof(label), "%s %s %s %s", ds->spec->name, modes[m], name, cache);
+			struct leg_run x = { ds, order, dest, slot_size, nslots, conc, m, !cc, streams, label, 0 };
+			struct leg_result r;
+			repeat_leg(leg_once, &x, &r);
+			struct rec k = { ds->spec->name, modes[m], name, cache, opt.use_gpu ? "device" : "host",
+					 m == 0 ? x.nslots < opt.threads ? x.nslots : opt.threads : 1, m == 0 ? 0 : conc,
+					 0, x.verified };
+			record(&k, &r);
+		}
+	}
+	for (unsigned i = 0; streams && i < conc; i++)
+		if (streams[i])
+			opends_stream_destroy(streams[i]);
+	free(streams);
+	opends_buf_deregister(dest);
+	opends_driver_close();
+}
+
+/* cuFile called directly, where NVIDIA's libcufile loads. Its
+ * compatibility mode opens O_DIRECT: a "hot" cell is the cold path. */
+static void run_cufile(const struct dataset *ds, bool cold, char *dest, size_t slot, unsigned nslots,
+		       unsigned conc)
+{
+	const char *cache = cold ? "cold" : "hot";
+	const char *path_note = cold ? "" : "cold path (O_DIRECT): ";
+	void **d = calloc(opt.threads, sizeof(*d));
+	unsigned th = opt.threads < nslots ? opt.threads : nslots;
+	for (unsigned i = 0; d && i < th; i++)
+		d[i] = dest + (size_t)i * slot;
+	struct leg_result cr;
+	prepare_cache(ds, cold);
+	cufile_sync_leg(ds, th, d, &cr);
+	config_wrap(&cr, path_note, "");
+	struct rec k = { ds->spec->name, "sync", "cufile", cache, "device", th, 0, 0, 0 };
+	record(&k, &cr);
+	free(d);
+	/* cuFile has no futures: its async cell stays n/a */
+	if (in_list(opt.modes, "stream")) {
+		prepare_cache(ds, cold);
+		if (cufile_stream_leg(ds, conc, dest, slot, &cr) != -ENOSYS) { /* else n/a */
+			config_wrap(&cr, path_note, "");
+			k = (struct rec){ ds->spec->name, "stream", "cufile", cache, "device", 1, conc, 0, 0 };
+			record(&k, &cr);
+		}
+	}
+	if (in_list(opt.modes, "batch")) {
+		prepare_cache(ds, cold);
+		if (cufile_batch_leg(ds, conc, dest, slot, &cr) != -ENOSYS) {
+			config_wrap(&cr, path_note, "");
+			k = (struct rec){ ds->spec->name, "batch", "cufile", cache, "device", 1, conc < 128 ? conc : 128,
+					  0, 0 };
+			record(&k, &cr);
+		}
+	}
+}
+
+/* The disk ceiling's shapes, measured before and after the backends'
+ * legs; the record keeps the higher of the two for each shape. */
+#define MAX_SHAPES 4
+struct ceil_set {
+	struct leg_result r[MAX_SHAPES];
+	unsigned n;
+};
+
+static void measure_ceilings(const struct dataset *ds, const unsigned *order, bool cold, unsigned conc,
+			     struct ceil_set *out)
+{
+	char label[96];
+	snprintf(label, sizeof(label), "%s ceiling-disk %s", ds->spec->name, cold ? "cold" : "hot");
+	progress_start(label, 0);
+	out->n = ceiling_disk(ds, order, cold, opt.threads, conc, out->r, MAX_SHAPES, prepare_cache);
+	progress_stop();
+}
+
+void run_dataset(const struct ds_spec *spec)
+{
+	struct dataset ds;
+	if (ds_plan(&ds, spec, opt.data, opt.scale)) {
+		fprintf(stderr, "out of memory\n");
+		exit(1);
+	}
+	/* Destination: one slot of the largest file per file in flight, never
+	 * more slots than files (one 8 GiB file needs 8 GiB, not 8 × 8). */
+	unsigned conc = spec->concurrency < ds.nfiles ? spec->concurrency : ds.nfiles;
+	unsigned nslots = conc > opt.threads ? conc : opt.threads;
+	if (nslots > ds.nfiles)
+		nslots = ds.nfiles;
+	size_t slot = (ds.max_size + 4095) & ~(size_t)4095;
+	uint64_t need = (uint64_t)slot * nslots, avail = opt.use_gpu ? gpu_free_bytes() : mem_available();
+	if (!opt.gen_only && avail && need > avail) {
+		fprintf(stderr, "%s: needs %" PRIu64 " MiB of %s memory for its destination, %" PRIu64
+				" MiB available; not run (use --datasets to leave it out%s)\n",
+			spec->name, need >> 20, opt.use_gpu ? "device" : "host", avail >> 20,
+			opt.use_gpu ? "" : ", or a machine with a GPU");
+		bench_failures++;
+		ds_free(&ds);
+		return;
+	}
+	int rc = ds_generate(&ds, 8, opt.verbose);
+	if (rc) {
+		fprintf(stderr, "generating %s in %s failed: %s\n", spec->name, ds.root, strerror(-rc));
+		bench_failures++;
+		ds_free(&ds);
+		return;
+	}
+	if (opt.gen_only) {
+		ds_free(&ds);
+		return;
+	}
+	if (in_list(opt.caches, "hot") && !opt.use_gpu && ds.total_bytes + need > mem_available())
+		fprintf(stderr, "warning: %s (%.1f GiB) and its destination do not fit in free memory together: "
+				"its hot legs read partly from disk\n",
+			spec->name, ds.total_bytes / (MIB * 1024));
+	char *dest = dest_alloc(slot * nslots);
+	unsigned *order = leg_order(&ds);
+	if (!dest || !order) {
+		fprintf(stderr, "%s: cannot allocate %zu MiB of destination memory\n", spec->name,
+			(slot * nslots) >> 20);
+		bench_failures++;
+		if (dest)
+			dest_free(dest);
+		free(order);
+		ds_free(&ds);
+		return;
+	}
+
+	struct ceil_set before[2];
+	bool want[2] = { in_list(opt.caches, "cold"), in_list(opt.caches, "hot") };
+	char why[160] = "";
+	bool cufile = opt.baselines && opt.use_gpu && cufile_available(why, sizeof(why));
+	for (unsigned cc = 0; cc < 2; cc++) {
+		if (!want[cc] || !opt.baselines)
+			continue;
+		measure_ceilings(&ds, order, !cc, conc, &before[cc]);
+		for (unsigned i = 0; i < before[cc].n; i++)
+			if (!before[cc].r[i].error)
+				ceiling_note(spec->name, cc ? "hot" : "cold", "ceiling-disk",
+					     st_mib_s(before[cc].r[i].bytes, before[cc].r[i].seconds));
+		if (cufile)
+			run_cufile(&ds, !cc, dest, slot, nslots, conc);
+	}
+	if (opt.baselines && opt.use_gpu && !cufile)
+		record_na(spec->name, "*", "cufile", why);
+
+	char list[256];
+	snprintf(list, sizeof(list), "%s", opt.backends);
+	for (char *save = NULL, *b = strtok_r(list, ",", &save); b; b = strtok_r(NULL, ",", &save))
+		if (strcmp(b, "none")) /* "none": baselines only */
+			run_opends(&ds, order, b, dest, slot, nslots, conc);
+
+	for (unsigned cc = 0; cc < 2; cc++) {
+		if (!want[cc] || !opt.baselines)
+			continue;
+		struct ceil_set after;
+		measure_ceilings(&ds, order, !cc, conc, &after);
+		for (unsigned i = 0; i < before[cc].n && i < after.n; i++) {
+			struct leg_result *a = &before[cc].r[i], *b = &after.r[i];
+			double ma = a->error ? 0 : st_mib_s(a->bytes, a->seconds);
+			double mb = b->error ? 0 : st_mib_s(b->bytes, b->seconds);
+			struct leg_result r = mb > ma ? *b : *a;
+			r.repeats = 2;
+			r.mib_min = ma < mb ? ma : mb;
+			r.mib_max = ma < mb ? mb : ma;
+			config_wrap(&r, "", "; higher of before/after");
+			struct rec k = { spec->name, "sync", "ceiling-disk", cc ? "hot" : "cold", "host", opt.threads,
+					 0, 0, 0 };
+			if (strstr(r.config, "io_uring")) {
+				k.mode = "batch"; /* the deep queue: the async/batch legs' shape */
+				k.threads = 1;
+				k.conc = strstr(r.config, " 32 x") ? 32 : (conc > 128 ? 128 : conc);
+			}
+			record(&k, &r);
+		}
+	}
+	dest_free(dest);
+	free(order);
+	ds_free(&ds);
+}
