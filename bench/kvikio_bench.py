@@ -124,7 +124,8 @@ def row(base, **kw):
     r.setdefault("mib_s_max", r["mib_s"])
     return r
 
-SWEEP = (4, 16, 32)  # the thread counts tried for "best"; the default is KvikIO's own
+default_ts = 4 << 20  # KvikIO's task size when imported (set in main)
+SWEEP = (8, 32)  # the thread counts tried for "best", beside KvikIO's own default
 
 
 def big_file(a):
@@ -144,7 +145,7 @@ def check(cupy, buf, seed, n, base_off=0, windows=8):
     return True
 
 
-def callers(a, cupy, kvikio, base, emit):
+def callers(a, cupy, kvikio, base, emit, default_nt):
     """The caller legs through KvikIO: each at the default thread count and
     at the best of SWEEP (both rows; config says which)."""
     want = set(a.callers.split(",")) if a.callers != "all" else {
@@ -153,7 +154,7 @@ def callers(a, cupy, kvikio, base, emit):
     if not os.path.exists(path):
         print(f"kvikio callers: n/a (no {path})", file=sys.stderr)
         return
-    default_nt = kvikio.defaults.get("num_threads")
+    kvikio.defaults.set({"num_threads": default_nt, "task_size": default_ts})
     name = os.path.basename(os.path.dirname(os.path.dirname(path)))
     hot = [(path, None, size)]
     dest = cupy.empty(size, dtype=cupy.uint8)
@@ -168,7 +169,8 @@ def callers(a, cupy, kvikio, base, emit):
     def both(mode, fn, nbytes, call_size, threads=1, files=1, ds=name, extra=None):
         """run fn at the default and at each SWEEP count; emit default and best"""
         results = []
-        for nt in [default_nt] + [n for n in SWEEP if n != default_nt]:
+        counts = [default_nt] + [n for n in SWEEP if n != default_nt]
+        for nt in counts:
             kvikio.defaults.set({"num_threads": nt})
             ok, secs, cpus = timed(fn)
             results.append((nbytes / secs if ok else 0, nt, ok, secs, cpus))
@@ -180,7 +182,7 @@ def callers(a, cupy, kvikio, base, emit):
                      bytes=nbytes if ok else 0, seconds=f"{secs:.6f}", cpu_s=f"{cpus:.3f}", files=files,
                      files_s=f"{files / secs:.1f}", threads=threads, call_size=call_size, io_threads=nt,
                      chunk_size=kvikio.defaults.get("task_size"),
-                     config=f"kvikio {tag}: {nt} threads ({'default' if tag == 'default' else 'best of ' + '/'.join(str(x) for x in [default_nt] + list(SWEEP))})"
+                     config=f"kvikio {tag}: {nt} threads ({'default' if tag == 'default' else 'best of ' + '/'.join(map(str, counts))})"
                      + (f", {extra}" if extra else ""), verified=1 if ok else 0, error=0 if ok else -84))
 
     if "seq16m" in want:
@@ -335,6 +337,8 @@ def main():
         w.writeheader()
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     print(f"kvikio {kvikio.__version__}, compat mode {kvikio.defaults.get('compat_mode')}", file=sys.stderr)
+    global default_ts
+    default_nt, default_ts = kvikio.defaults.get("num_threads"), kvikio.defaults.get("task_size")
     base = dict(date=date, commit=a.commit, backend="kvikio", mem="device", repeats=1, call_size=0, queue_depth="",
                 p50_us=0, p99_us=0, verified=0, error=0, concurrency=0, threads=1)
 
@@ -467,7 +471,7 @@ def main():
                 emit(r)
         del dest, slots
     if a.callers != "none":
-        callers(a, cupy, kvikio, base, emit)
+        callers(a, cupy, kvikio, base, emit, default_nt)
     out.close()
     return 0
 
