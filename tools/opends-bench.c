@@ -39,7 +39,7 @@ static void usage(FILE *f)
 		"ceilings and peers measured by the same command. Rows go to DIR/records.csv and stdout;\n"
 		"bench/report DIR turns them into report.md and report.png. Method: docs/bench.md.\n"
 		"\n"
-		"  --quick             a short demo (about 20 s): small datasets, hot cache, every caller leg\n"
+		"  --quick             a short demo (a minute or so): small datasets, hot cache, every caller leg\n"
 		"                      on a 256 MiB file, the best backend\n"
 		"  --data DIR          where the generated datasets live (default opends-bench-data)\n"
 		"  --out DIR           results folder: records.csv, machine.txt (default opends-bench-out)\n"
