@@ -176,7 +176,7 @@ static bool complete(const struct dataset *ds, const char *marker)
 	return true;
 }
 
-static int mkdirs(const char *path)
+int ds_mkdirs(const char *path)
 {
 	char tmp[4096];
 	snprintf(tmp, sizeof(tmp), "%s", path);
@@ -207,7 +207,7 @@ static int write_file(struct gen_ctx *g, const struct ds_file *f)
 	if (!dir)
 		return -ENOMEM;
 	*strrchr(dir, '/') = '\0';
-	int rc = mkdirs(dir);
+	int rc = ds_mkdirs(dir);
 	free(dir);
 	if (rc)
 		return rc;
@@ -268,7 +268,7 @@ int ds_generate(struct dataset *ds, unsigned threads, bool verbose)
 	char marker[4096];
 	snprintf(marker, sizeof(marker), "%s/.complete", ds->root);
 	unlink(marker);
-	int rc = mkdirs(ds->root);
+	int rc = ds_mkdirs(ds->root);
 	if (rc)
 		return rc;
 	struct gen_ctx g = { .ds = ds };

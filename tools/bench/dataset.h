@@ -53,5 +53,7 @@ void ds_fill(uint64_t seed, uint64_t off, void *buf, size_t n);
  * first bad byte + 1. */
 uint64_t ds_check(uint64_t seed, uint64_t off, const void *buf, size_t n);
 uint64_t ds_seed_of(const char *rel);
+/* mkdir -p: 0 or -errno */
+int ds_mkdirs(const char *path);
 
 #endif

@@ -37,8 +37,9 @@ static char run_date[32];
 int out_open(const char *dir, bool append)
 {
 	char path[4096];
-	if (mkdir(dir, 0755) && errno != EEXIST) {
-		fprintf(stderr, "cannot create %s: %s\n", dir, strerror(errno));
+	int mk = ds_mkdirs(dir);
+	if (mk) {
+		fprintf(stderr, "cannot create %s: %s\n", dir, strerror(-mk));
 		return -1;
 	}
 	snprintf(path, sizeof(path), "%s/records.csv", dir);
