@@ -4,7 +4,8 @@
 # finish in about 7 minutes on the two-GPU H200 (nvidia-h200-x2):
 #   - one opends-bench command: filesize8gib and imagenetish, all four modes,
 #     cold and hot (issue 14's regression legs: hot 8 GiB sync and stream,
-#     imagenetish cold and hot), every caller leg (seq16m, files1t, rand4k,
+#     imagenetish cold and hot; stream legs also with streams registered
+#     with cuFile's flags 7, as mode stream:7), every caller leg (seq16m, files1t, rand4k,
 #     write16m, write8t, gpu1, gpu2, fanout2) with the ceilings, through
 #     OpenDS, the plain POSIX way, cuFile, and KvikIO (--kvikio, wheels from
 #     the carried .whl/);
@@ -21,7 +22,7 @@
 #
 # Environment: COMMIT (the short hash measured; git's when .git is there),
 # SWEEP=0 (build and GPU suite only), CPU_SUITE=1 (the CPU suite too),
-# KVIKIO=0, DROPIN=0, SAFETENSORS=0, DROPIN_MIB (default 4096), WRITE_SIZE
+# GPUBENCH=1 (bench/gpubench.c too), KVIKIO=0, DROPIN=0, SAFETENSORS=0, DROPIN_MIB (default 4096), WRITE_SIZE
 # (default 4G), SCALE (dataset counts, default 1), BUDGET (seconds the whole
 # script may take, default 540: the device tool stops a command at 600; the
 # steps after opends-bench are skipped when the budget runs out).
@@ -48,6 +49,17 @@ if [ "${CPU_SUITE:-0}" = 1 ]; then
 	timeout 300 meson test -C build-gpu --no-rebuild --suite cpu --num-processes 16 >"$LOGS/test-cpu.log" 2>&1
 	echo "cpu suite rc $?"
 	grep -E "^Ok:|^Fail:|^Skipped:|^Timeout:| FAIL | TIMEOUT " "$LOGS/test-cpu.log"
+fi
+
+if [ "${GPUBENCH:-0}" = 1 ]; then
+	# the older probe: 4 GiB from /dev/shm and ext4, ceilings, 4 KiB latency
+	step "gpubench"
+	gcc -std=c11 -O2 -Wall -Wextra -D_GNU_SOURCE -Iinclude -Isrc/vendor -I/usr/local/cuda/include \
+		bench/gpubench.c src/vendor/cuda_api.c -o build-gpu/gpubench -Lbuild-gpu/src -lopends -ldl -lpthread &&
+		mkdir -p /var/tmp/gpubench &&
+		GPUBENCH_THREADS=${GPUBENCH_THREADS:-8} timeout 240 build-gpu/gpubench /dev/shm /var/tmp/gpubench 2>&1 |
+		tee "$LOGS/gpubench.log"
+	rm -rf /var/tmp/gpubench /dev/shm/gpubench-*.bin
 fi
 
 pack() {
@@ -85,7 +97,7 @@ fi
 step "opends-bench: filesize8gib + imagenetish, cold and hot, every caller leg ($(elapsed) s in)"
 cmd=(build-gpu/tools/opends-bench --data "$data" --out "$res" --commit "$commit"
 	--datasets filesize8gib,imagenetish --modes sync,async,stream,batch --cache cold,hot
-	--scale "${SCALE:-1}" --callers all --write-size "${WRITE_SIZE:-4G}" "${kvikio[@]}")
+	--scale "${SCALE:-1}" --callers all --write-size "${WRITE_SIZE:-4G}" --stream-flags 0,7 "${kvikio[@]}")
 echo "${cmd[*]}" | tee "$res/raw/command.txt"
 # what is left, less about 2 minutes for the drop-in, safetensors and report
 limit=$(($(left) - 120))

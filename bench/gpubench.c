@@ -16,7 +16,6 @@
  * Needs root for drop_caches (else cold runs use posix_fadvise DONTNEED).
  */
 #include <cuda.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <opends.h>
@@ -29,15 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define STR_(x) #x
-#define STR(x) STR_(x)
-#define CU_FNS(X)                                                                                    \
-	X(cuInit) X(cuDeviceGet) X(cuDevicePrimaryCtxRetain) X(cuCtxSetCurrent) X(cuMemAlloc)         \
-	X(cuMemFree) X(cuMemcpyDtoH) X(cuMemcpyHtoDAsync) X(cuMemHostAlloc) X(cuMemFreeHost)          \
-	X(cuStreamCreate) X(cuStreamSynchronize)
-#define DECL(f) static __typeof__(f) *p_##f;
-CU_FNS(DECL)
-#undef DECL
+#include "cuda_api.h" /* the project's one libcuda loader (src/vendor/) */
 
 #define MiB ((size_t)1 << 20)
 #define DIE(...)                                        \
@@ -163,18 +154,18 @@ static double raw_read(const char *path, size_t size, bool direct)
 static double h2d(CUdeviceptr dev, size_t total, size_t piece)
 {
 	void *h;
-	CU(p_cuMemHostAlloc(&h, 64 * MiB, 0));
+	CU(ods_cu.cuMemHostAlloc(&h, 64 * MiB, 0));
 	CUstream s;
-	CU(p_cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-	CU(p_cuMemcpyHtoDAsync(dev, h, piece, s)); /* warm-up */
-	CU(p_cuStreamSynchronize(s));
+	CU(ods_cu.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	CU(ods_cu.cuMemcpyHtoDAsync(dev, h, piece, s)); /* warm-up */
+	CU(ods_cu.cuStreamSynchronize(s));
 	double t0 = now();
 	for (size_t off = 0; off < total; off += piece)
-		CU(p_cuMemcpyHtoDAsync(dev + (off % (total - piece + 1)), (char *)h + off % (64 * MiB - piece + 1),
+		CU(ods_cu.cuMemcpyHtoDAsync(dev + (off % (total - piece + 1)), (char *)h + off % (64 * MiB - piece + 1),
 				       piece, s));
-	CU(p_cuStreamSynchronize(s));
+	CU(ods_cu.cuStreamSynchronize(s));
 	double dt = now() - t0;
-	CU(p_cuMemFreeHost(h));
+	CU(ods_cu.cuMemFreeHost(h));
 	return (double)total / dt / 1e9;
 }
 
@@ -185,7 +176,7 @@ static void check_sample(CUdeviceptr dev, size_t size)
 	uint64_t w[512];
 	for (int i = 0; i < 16; i++) {
 		size_t off = (size / 16 * (size_t)i) & ~(size_t)4095;
-		CU(p_cuMemcpyDtoH(w, dev + off, sizeof w));
+		CU(ods_cu.cuMemcpyDtoH(w, dev + off, sizeof w));
 		for (int k = 0; k < 512; k++)
 			if (w[k] != word_at(off + (size_t)k * 8))
 				DIE("data check failed at offset %zu", off + (size_t)k * 8);
@@ -259,26 +250,20 @@ int main(int argc, char **argv)
 {
 	if (argc < 2)
 		DIE("usage: gpubench <dir> [<dir> ...]");
-	void *lib = dlopen("libcuda.so.1", RTLD_NOW);
-	if (!lib)
-		DIE("libcuda.so.1 not found");
-#define LOAD(f)                                               \
-	if (!(p_##f = (__typeof__(p_##f))dlsym(lib, STR(f)))) \
-		DIE("no %s", STR(f));
-	CU_FNS(LOAD)
-#undef LOAD
-	CU(p_cuInit(0));
+	char why[256];
+	if (ods_cu_load(why, sizeof(why)) != ODS_CU_OK)
+		DIE("%s", why);
 	CUdevice d;
 	CUcontext ctx;
-	CU(p_cuDeviceGet(&d, 0));
-	CU(p_cuDevicePrimaryCtxRetain(&ctx, d));
-	CU(p_cuCtxSetCurrent(ctx));
+	CU(ods_cu.cuDeviceGet(&d, 0));
+	CU(ods_cu.cuDevicePrimaryCtxRetain(&ctx, d));
+	CU(ods_cu.cuCtxSetCurrent(ctx));
 
 	size_t gib = getenv("GPUBENCH_GIB") ? strtoul(getenv("GPUBENCH_GIB"), NULL, 10) : 4;
 	size_t size = gib << 30;
 	const char *tl = getenv("GPUBENCH_THREADS") ? getenv("GPUBENCH_THREADS") : "4 8 12";
 	CUdeviceptr dev;
-	CU(p_cuMemAlloc(&dev, size));
+	CU(ods_cu.cuMemAlloc(&dev, size));
 	printf("pinned H2D copy ceiling: %.1f GB/s at 2 MiB copies, %.1f GB/s at 64 MiB copies\n",
 	       h2d(dev, size, 2 * MiB), h2d(dev, size, 64 * MiB));
 	void *hbuf;
@@ -323,6 +308,6 @@ int main(int argc, char **argv)
 		if (!getenv("GPUBENCH_KEEP"))
 			unlink(path);
 	}
-	CU(p_cuMemFree(dev));
+	CU(ods_cu.cuMemFree(dev));
 	return 0;
 }

@@ -56,6 +56,9 @@ static void usage(FILE *f)
 		"  --write-size SIZE   bytes of the write legs (default: the big file's size)\n"
 		"  --rand-reads N      reads of the rand4k leg (default 20000)\n"
 		"  --mem host|device|auto   destination memory (default auto: device where a GPU is)\n"
+		"  --stream-flags LIST stream legs once per value, streams registered with it (cuFile's\n"
+		"                      cuFileStreamRegister flags, 0-7; 0 = unregistered; default 0);\n"
+		"                      a value N != 0 is the mode stream:N\n"
 		"  --kvikio SCRIPT     run bench/kvikio_bench.py's same legs after ours, into the same records\n"
 		"  --no-baselines      skip the ceilings and the peers (cuFile, plain POSIX)\n"
 		"  --generate-only     create the datasets and stop\n"
@@ -194,6 +197,7 @@ int main(int argc, char **argv)
 		.verbose = true,
 	};
 	snprintf(opt.commit, sizeof(opt.commit), "%s", BENCH_COMMIT);
+	opt.n_stream_flags = 1; /* stream_flags[0] = 0: unregistered */
 	static const struct option lo[] = {
 		{ "quick", no_argument, 0, 'q' },	  { "data", required_argument, 0, 'd' },
 		{ "out", required_argument, 0, 'o' },	  { "datasets", required_argument, 0, 'D' },
@@ -205,7 +209,8 @@ int main(int argc, char **argv)
 		{ "version", no_argument, 0, 'V' },	  { "append", no_argument, 0, 'a' },
 		{ "callers", required_argument, 0, 'C' }, { "repeat", required_argument, 0, 'r' },
 		{ "big-size", required_argument, 0, 'B' }, { "rand-reads", required_argument, 0, 'R' },
-		{ "write-size", required_argument, 0, 'W' }, { "kvikio", required_argument, 0, 'K' },  { "commit", required_argument, 0, 'H' },
+		{ "write-size", required_argument, 0, 'W' }, { "kvikio", required_argument, 0, 'K' },
+		{ "commit", required_argument, 0, 'H' },  { "stream-flags", required_argument, 0, 'F' },
 		{ 0, 0, 0, 0 },
 	};
 	int c;
@@ -265,6 +270,22 @@ int main(int argc, char **argv)
 			if (!parse_uint("--rand-reads", optarg, 10, 10000000, &opt.rand_reads))
 				return 2;
 			break;
+		case 'F': {
+			char buf[64];
+			snprintf(buf, sizeof(buf), "%s", optarg);
+			opt.n_stream_flags = 0;
+			for (char *save = NULL, *it = strtok_r(buf, ",", &save); it; it = strtok_r(NULL, ",", &save)) {
+				if (opt.n_stream_flags == 8 ||
+				    !parse_uint("--stream-flags", it, 0, 7, &opt.stream_flags[opt.n_stream_flags]))
+					return 2;
+				opt.n_stream_flags++;
+			}
+			if (!opt.n_stream_flags) {
+				fprintf(stderr, "opends-bench: --stream-flags needs values, e.g. 0,7\n");
+				return 2;
+			}
+			break;
+		}
 		case 'K': kvikio_script = optarg; break;
 		case 'H': snprintf(opt.commit, sizeof(opt.commit), "%s", optarg); break;
 		case 'V': {

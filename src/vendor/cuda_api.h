@@ -39,7 +39,7 @@
 
 /* Newer entry points: NULL where the driver lacks them; each user checks
  * (ods_cu_missing) before it relies on one. */
-#define ODS_CU_OPTIONAL(X) X(cuCtxCreate) X(cuCtxGetId)
+#define ODS_CU_OPTIONAL(X) X(cuCtxCreate) X(cuCtxGetId) X(cuMemGetInfo)
 
 struct ods_cuda_api {
 #define ODS_CU_MEMBER(f) __typeof__(f) *f;

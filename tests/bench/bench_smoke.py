@@ -14,7 +14,7 @@ here = os.path.dirname(os.path.abspath(__file__))
 out = os.path.join(work, "smoke-out")
 cmd = [bench, "--quick", "--quiet", "--data", os.path.join(work, "smoke-data"), "--out", out,
        "--datasets", "imagenetish", "--scale", "0.005", "--big-size", "32M", "--write-size", "16M",
-       "--rand-reads", "200", "--repeat", "1"]
+       "--rand-reads", "200", "--repeat", "1", "--stream-flags", "0,7"]
 p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=240)
 print(p.stdout)
 assert p.returncode == 0, f"opends-bench exited {p.returncode}"
@@ -24,6 +24,7 @@ assert not bad, f"failed rows: {bad}"
 have = {(r["mode"], r["backend"].split(":")[0]) for r in rows}
 want = [(m, "opends") for m in ("sync", "async", "stream", "batch", "seq16m", "files1t", "rand4k",
                                  "write16m", "write8t", "gpu1")]
+want += [("stream:7", "opends")]  # streams registered with flags 7
 want += [(m, "posix") for m in ("seq16m", "files1t", "rand4k", "write16m", "write8t")]
 want += [("copy", "ceiling-h2d"), ("read", "ceiling-host"), ("write", "ceiling-write"),
          ("sync", "ceiling-disk"), ("batch", "ceiling-disk")]

@@ -3,7 +3,6 @@
 #endif
 #include "baselines.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -271,67 +270,42 @@ void ceiling_host(const struct dataset *ds, unsigned threads, size_t block, stru
 #define ODS_CUFILE_NO_CUDA_H
 #include "cufile.h"
 
-static struct {
-	void *lib;
-	bool open;
-	CUfileError_t (*driver_open)(void);
-	CUfileError_t (*driver_close)(void);
-	CUfileError_t (*handle_register)(CUfileHandle_t *, CUfileDescr_t *);
-	void (*handle_deregister)(CUfileHandle_t);
-	ssize_t (*read)(CUfileHandle_t, void *, size_t, off_t, off_t);
-	ssize_t (*write)(CUfileHandle_t, const void *, size_t, off_t, off_t);
-	/* optional */
-	CUfileError_t (*batch_setup)(CUfileBatchHandle_t *, unsigned);
-	CUfileError_t (*batch_submit)(CUfileBatchHandle_t, unsigned, CUfileIOParams_t *, unsigned);
-	CUfileError_t (*batch_status)(CUfileBatchHandle_t, unsigned, unsigned *, CUfileIOEvents_t *, struct timespec *);
-	void (*batch_destroy)(CUfileBatchHandle_t);
-	CUfileError_t (*read_async)(CUfileHandle_t, void *, size_t *, off_t *, off_t *, ssize_t *, void *);
-} cf;
+/* cuFile through the project's one loader (src/vendor/cufile_api.h) */
+#include "cufile_api.h"
+
+static struct ods_cufile_api cf;
+static bool cf_open;
 
 bool cufile_available(char *why, unsigned long why_len)
 {
-	if (cf.open)
+	if (cf_open)
 		return true;
-	const char *path = getenv("OPENDS_BENCH_CUFILE");
-	cf.lib = dlopen(path && *path ? path : "libcufile.so.0", RTLD_NOW | RTLD_LOCAL);
-	if (!cf.lib) {
-		snprintf(why, why_len, "libcufile.so.0 not found");
+	if (cf.lib) { /* loaded before and refused */
+		snprintf(why, why_len, "%s", cf.dropin ? "libcufile.so.0 is the OpenDS drop-in, not NVIDIA's"
+						       : "cuFileDriverOpen failed");
 		return false;
 	}
-	if (dlsym(cf.lib, "opends_cufile_dropin")) {
+	const char *path = getenv("OPENDS_BENCH_CUFILE");
+	if (ods_cufile_load(&cf, path && *path ? path : "libcufile.so.0", 0, why, why_len))
+		return false;
+	if (cf.dropin) {
 		snprintf(why, why_len, "libcufile.so.0 is the OpenDS drop-in, not NVIDIA's");
 		return false;
 	}
-	*(void **)&cf.driver_open = dlsym(cf.lib, "cuFileDriverOpen");
-	*(void **)&cf.driver_close = dlsym(cf.lib, "cuFileDriverClose");
-	*(void **)&cf.handle_register = dlsym(cf.lib, "cuFileHandleRegister");
-	*(void **)&cf.handle_deregister = dlsym(cf.lib, "cuFileHandleDeregister");
-	*(void **)&cf.read = dlsym(cf.lib, "cuFileRead");
-	*(void **)&cf.write = dlsym(cf.lib, "cuFileWrite");
-	*(void **)&cf.batch_setup = dlsym(cf.lib, "cuFileBatchIOSetUp");
-	*(void **)&cf.batch_submit = dlsym(cf.lib, "cuFileBatchIOSubmit");
-	*(void **)&cf.batch_status = dlsym(cf.lib, "cuFileBatchIOGetStatus");
-	*(void **)&cf.batch_destroy = dlsym(cf.lib, "cuFileBatchIODestroy");
-	*(void **)&cf.read_async = dlsym(cf.lib, "cuFileReadAsync");
-	if (!cf.driver_open || !cf.driver_close || !cf.handle_register || !cf.handle_deregister || !cf.read ||
-	    !cf.write) {
-		snprintf(why, why_len, "libcufile.so.0 lacks cuFile entry points");
-		return false;
-	}
-	CUfileError_t e = cf.driver_open();
+	CUfileError_t e = cf.cuFileDriverOpen();
 	if (e.err) {
 		snprintf(why, why_len, "cuFileDriverOpen failed: %d", e.err);
 		return false;
 	}
-	cf.open = true;
+	cf_open = true;
 	return true;
 }
 
 void cufile_close(void)
 {
-	if (cf.open)
-		cf.driver_close();
-	cf.open = false;
+	if (cf_open)
+		cf.cuFileDriverClose_v2();
+	cf_open = false;
 }
 
 struct cf_ctx {
@@ -367,18 +341,18 @@ static void *cf_worker(void *arg)
 		d.type = CU_FILE_HANDLE_TYPE_OPAQUE_FD;
 		d.handle.fd = fd;
 		CUfileHandle_t h;
-		CUfileError_t e = cf.handle_register(&h, &d);
+		CUfileError_t e = cf.cuFileHandleRegister(&h, &d);
 		if (e.err) {
 			atomic_store(&c->err, -e.err);
 			close(fd);
 			break;
 		}
-		ssize_t r = cf.read(h, c->dest[a->index], f->size, 0, 0);
+		ssize_t r = cf.cuFileRead(h, c->dest[a->index], f->size, 0, 0);
 		if (r < 0)
 			atomic_store(&c->err, r == -1 ? -errno : (int)r);
 		else
 			atomic_fetch_add(&c->bytes, (uint64_t)r);
-		cf.handle_deregister(h);
+		cf.cuFileHandleDeregister(h);
 		close(fd);
 		if (r < 0)
 			break;
@@ -430,7 +404,7 @@ static int cf_open_slot(const struct dataset *ds, unsigned i, struct cf_slot *s)
 	memset(&d, 0, sizeof(d));
 	d.type = CU_FILE_HANDLE_TYPE_OPAQUE_FD;
 	d.handle.fd = s->fd;
-	CUfileError_t e = cf.handle_register(&s->h, &d);
+	CUfileError_t e = cf.cuFileHandleRegister(&s->h, &d);
 	if (e.err) {
 		close(s->fd);
 		return -e.err;
@@ -441,7 +415,7 @@ static int cf_open_slot(const struct dataset *ds, unsigned i, struct cf_slot *s)
 
 static void cf_close_slot(struct cf_slot *s)
 {
-	cf.handle_deregister(s->h);
+	cf.cuFileHandleDeregister(s->h);
 	close(s->fd);
 	s->file = -1;
 }
@@ -485,13 +459,13 @@ int cufile_batch_leg(const struct dataset *ds, unsigned conc, char *dest, size_t
 		conc = 128;
 	char cfg[64];
 	snprintf(cfg, sizeof(cfg), "cuFileBatchIO %u in flight x <=%zu MiB", conc, region >> 20);
-	if (!cf.batch_setup || !cf.batch_submit || !cf.batch_status || !cf.batch_destroy) {
+	if (!cf.cuFileBatchIOSetUp || !cf.cuFileBatchIOSubmit || !cf.cuFileBatchIOGetStatus || !cf.cuFileBatchIODestroy) {
 		memset(res, 0, sizeof(*res));
 		return res->error = -ENOSYS;
 	}
 	gpu_bind_thread();
 	CUfileBatchHandle_t b;
-	CUfileError_t e = cf.batch_setup(&b, conc);
+	CUfileError_t e = cf.cuFileBatchIOSetUp(&b, conc);
 	if (e.err) {
 		memset(res, 0, sizeof(*res));
 		return res->error = -e.err;
@@ -536,7 +510,7 @@ int cufile_batch_leg(const struct dataset *ds, unsigned conc, char *dest, size_t
 			}
 		}
 		if (np) {
-			e = cf.batch_submit(b, np, p, 0);
+			e = cf.cuFileBatchIOSubmit(b, np, p, 0);
 			if (e.err) {
 				res->error = -e.err;
 				for (unsigned j = 0; j < np; j++)
@@ -553,7 +527,7 @@ int cufile_batch_leg(const struct dataset *ds, unsigned conc, char *dest, size_t
 		 * and the batch is abandoned, not destroyed under I/O. */
 		unsigned nr = conc;
 		struct timespec tmo = { 1, 0 };
-		e = cf.batch_status(b, 1, &nr, ev, &tmo);
+		e = cf.cuFileBatchIOGetStatus(b, 1, &nr, ev, &tmo);
 		if (e.err) {
 			res->error = -e.err;
 			break;
@@ -582,7 +556,7 @@ int cufile_batch_leg(const struct dataset *ds, unsigned conc, char *dest, size_t
 			CF_STALL_S, busy);
 		return res->error; /* its memory stays with cuFile's threads */
 	}
-	cf.batch_destroy(b);
+	cf.cuFileBatchIODestroy(b);
 	free(s);
 	free(p);
 	free(ev);
@@ -590,21 +564,25 @@ int cufile_batch_leg(const struct dataset *ds, unsigned conc, char *dest, size_t
 	return res->error;
 }
 
-int cufile_stream_leg(const struct dataset *ds, unsigned conc, char *dest, size_t slot, struct leg_result *res)
+int cufile_stream_leg(const struct dataset *ds, unsigned conc, char *dest, size_t slot, unsigned flags,
+		      struct leg_result *res)
 {
 	double c0;
 	uint64_t t0;
 	char cfg[64];
-	snprintf(cfg, sizeof(cfg), "cuFileReadAsync on %u streams", conc);
-	if (!cf.read_async) {
+	snprintf(cfg, sizeof(cfg), "cuFileReadAsync on %u streams%s", conc, flags ? ", registered" : "");
+	if (!cf.cuFileReadAsync) {
 		memset(res, 0, sizeof(*res));
 		return res->error = -ENOSYS;
 	}
 	gpu_bind_thread();
 	struct cf_slot *s = calloc(conc, sizeof(*s));
 	void **st = calloc(conc, sizeof(*st));
-	for (unsigned i = 0; st && i < conc; i++)
+	for (unsigned i = 0; st && i < conc; i++) {
 		st[i] = gpu_stream_create();
+		if (flags && cf.cuFileStreamRegister)
+			cf.cuFileStreamRegister(st[i], flags);
+	}
 	leg_begin(res, ds, cfg, &c0, &t0);
 	if (!s || !st)
 		res->error = -ENOMEM;
@@ -629,7 +607,7 @@ int cufile_stream_leg(const struct dataset *ds, unsigned conc, char *dest, size_
 		x->file_offset = 0;
 		x->buf_offset = 0;
 		x->done = 0;
-		CUfileError_t e = cf.read_async(x->h, dest + (size_t)(k % conc) * slot, &x->size, &x->file_offset,
+		CUfileError_t e = cf.cuFileReadAsync(x->h, dest + (size_t)(k % conc) * slot, &x->size, &x->file_offset,
 						&x->buf_offset, &x->done, st[k % conc]);
 		if (e.err) {
 			res->error = -e.err;
@@ -646,8 +624,11 @@ int cufile_stream_leg(const struct dataset *ds, unsigned conc, char *dest, size_
 			cf_close_slot(&s[j]);
 		}
 	leg_end(res, c0, t0);
-	for (unsigned i = 0; st && i < conc; i++)
+	for (unsigned i = 0; st && i < conc; i++) {
+		if (flags && cf.cuFileStreamDeregister)
+			cf.cuFileStreamDeregister(st[i]);
 		gpu_stream_destroy(st[i]);
+	}
 	free(st);
 	free(s);
 	return res->error;
@@ -676,7 +657,7 @@ static void *cfw_worker(void *arg)
 	uint64_t lo = a->index * c->span, hi = lo + c->span < c->size ? lo + c->span : c->size;
 	for (uint64_t off = lo; off < hi && !atomic_load(&c->err);) {
 		size_t n = hi - off < c->call ? (size_t)(hi - off) : c->call;
-		ssize_t r = cf.write(c->h, c->src, n, (off_t)off, (off_t)off);
+		ssize_t r = cf.cuFileWrite(c->h, c->src, n, (off_t)off, (off_t)off);
 		if (r <= 0) {
 			atomic_store(&c->err, r == -1 ? -errno : r == 0 ? -EIO : (int)r);
 			break;
@@ -703,7 +684,7 @@ int cufile_write_leg(const char *path, const void *src, uint64_t size, unsigned 
 	d.type = CU_FILE_HANDLE_TYPE_OPAQUE_FD;
 	d.handle.fd = fd;
 	struct cfw_ctx c = { .src = src, .size = size, .call = call };
-	CUfileError_t e = cf.handle_register(&c.h, &d);
+	CUfileError_t e = cf.cuFileHandleRegister(&c.h, &d);
 	if (e.err) {
 		close(fd);
 		return res->error = -e.err;
@@ -729,7 +710,7 @@ int cufile_write_leg(const char *path, const void *src, uint64_t size, unsigned 
 	res->error = atomic_load(&c.err);
 	res->bytes = res->error ? 0 : size;
 	res->files = 1;
-	cf.handle_deregister(c.h);
+	cf.cuFileHandleDeregister(c.h);
 	close(fd);
 	return res->error;
 }

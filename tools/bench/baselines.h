@@ -43,7 +43,9 @@ int cufile_sync_leg(const struct dataset *ds, unsigned threads, void **dest, str
  * per slot). slot: bytes between slots in dest. -ENOSYS where the loaded
  * libcufile lacks the API. */
 int cufile_batch_leg(const struct dataset *ds, unsigned conc, char *dest, size_t slot, struct leg_result *res);
-int cufile_stream_leg(const struct dataset *ds, unsigned conc, char *dest, size_t slot, struct leg_result *res);
+/* flags: cuFileStreamRegister's on every stream (0: none). */
+int cufile_stream_leg(const struct dataset *ds, unsigned conc, char *dest, size_t slot, unsigned flags,
+		      struct leg_result *res);
 /* cuFileWrite of size bytes from device memory src to a new file at path
  * (opened O_DIRECT, as cuFile needs), threads each writing its own range
  * in calls of call bytes, then fdatasync. */

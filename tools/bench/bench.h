@@ -19,6 +19,7 @@ struct bench_opts {
 	uint64_t big_size;   /* the caller legs' big file */
 	uint64_t write_size; /* bytes of the write legs (<= big_size; 0: big_size) */
 	unsigned rand_reads; /* rand4k: reads per leg */
+	unsigned stream_flags[8], n_stream_flags; /* stream legs: registration flags, one leg each */
 	char commit[48];
 };
 extern struct bench_opts opt;

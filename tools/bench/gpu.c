@@ -3,154 +3,102 @@
 #endif
 #include "gpu.h"
 
-#include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include "stats.h"
 
-/* Minimal declarations of the driver API calls used here (cuda.h is not
- * needed to build the benchmark). All are the _v2 ABI where one exists. */
-typedef int CUresult;
-typedef unsigned long long CUdeviceptr;
-typedef void *CUcontext;
-typedef int CUdevice;
+#ifdef BENCH_HAVE_CUDA
+/* Through the project's one libcuda loader (src/vendor/cuda_api.h): the
+ * primary context of each device, retained on first use. */
+#include "cuda_api.h"
 
 static struct {
-	void *lib;
-	CUcontext ctx;
-	char name[128];
-	CUresult (*init)(unsigned);
-	CUresult (*device_get)(CUdevice *, int);
-	CUresult (*device_name)(char *, int, CUdevice);
-	CUresult (*retain)(CUcontext *, CUdevice);
-	CUresult (*release)(CUdevice);
-	CUresult (*set_current)(CUcontext);
-	CUresult (*mem_alloc)(CUdeviceptr *, size_t);
-	CUresult (*mem_free)(CUdeviceptr);
-	CUresult (*alloc_host)(void **, size_t);
-	CUresult (*free_host)(void *);
-	CUresult (*dtoh)(void *, CUdeviceptr, size_t);
-	CUresult (*htod)(CUdeviceptr, const void *, size_t);
-	CUresult (*sync)(void);
-	CUresult (*stream_create)(void **, unsigned);
-	CUresult (*stream_sync)(void *);
-	CUresult (*stream_destroy)(void *);
-	CUresult (*device_count)(int *);
-	CUresult (*mem_info)(size_t *, size_t *);
+	CUcontext ctx;       /* device 0's: the benchmark's default */
 	CUcontext dev_ctx[8];
-} cu;
-
-#define LOAD(field, sym)                                          \
-	do {                                                      \
-		*(void **)&cu.field = dlsym(cu.lib, sym);         \
-		if (!cu.field) {                                  \
-			snprintf(why, why_len, "%s missing", sym); \
-			return false;                             \
-		}                                                 \
-	} while (0)
+	char name[128];
+} g;
 
 bool gpu_open(char *why, size_t why_len)
 {
-	cu.lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-	if (!cu.lib) {
-		snprintf(why, why_len, "libcuda.so.1 not found");
+	if (ods_cu_load(why, why_len) != ODS_CU_OK)
 		return false;
-	}
-	LOAD(init, "cuInit");
-	LOAD(device_get, "cuDeviceGet");
-	LOAD(device_name, "cuDeviceGetName");
-	LOAD(retain, "cuDevicePrimaryCtxRetain");
-	LOAD(release, "cuDevicePrimaryCtxRelease_v2");
-	LOAD(set_current, "cuCtxSetCurrent");
-	LOAD(mem_alloc, "cuMemAlloc_v2");
-	LOAD(mem_free, "cuMemFree_v2");
-	LOAD(alloc_host, "cuMemAllocHost_v2");
-	LOAD(free_host, "cuMemFreeHost");
-	LOAD(dtoh, "cuMemcpyDtoH_v2");
-	LOAD(htod, "cuMemcpyHtoD_v2");
-	LOAD(sync, "cuCtxSynchronize");
-	LOAD(stream_create, "cuStreamCreate");
-	LOAD(stream_sync, "cuStreamSynchronize");
-	LOAD(stream_destroy, "cuStreamDestroy_v2");
-	LOAD(device_count, "cuDeviceGetCount");
-	LOAD(mem_info, "cuMemGetInfo_v2");
 	CUdevice dev;
 	CUresult r;
-	if ((r = cu.init(0)) || (r = cu.device_get(&dev, 0)) || (r = cu.retain(&cu.ctx, dev)) ||
-	    (r = cu.set_current(cu.ctx))) {
-		snprintf(why, why_len, "CUDA driver error %d (no usable GPU)", r);
+	if ((r = ods_cu.cuDeviceGet(&dev, 0)) || (r = ods_cu.cuDevicePrimaryCtxRetain(&g.ctx, dev)) ||
+	    (r = ods_cu.cuCtxSetCurrent(g.ctx))) {
+		snprintf(why, why_len, "CUDA driver error %d: %s (no usable GPU)", (int)r, ods_cu_errstr(r));
+		g.ctx = NULL;
 		return false;
 	}
-	cu.device_name(cu.name, sizeof(cu.name), dev);
-	cu.dev_ctx[0] = cu.ctx;
+	ods_cu.cuDeviceGetName(g.name, sizeof(g.name), dev);
+	g.dev_ctx[0] = g.ctx;
 	return true;
 }
 
 void gpu_bind_thread(void)
 {
-	if (cu.ctx)
-		cu.set_current(cu.ctx);
+	if (g.ctx)
+		ods_cu.cuCtxSetCurrent(g.ctx);
 }
-
 
 const char *gpu_name(void)
 {
-	return cu.name;
+	return g.name;
 }
 
 void *gpu_alloc(size_t n)
 {
 	CUdeviceptr p = 0;
-	return cu.mem_alloc(&p, n ? n : 1) ? NULL : (void *)(uintptr_t)p;
+	return ods_cu.cuMemAlloc(&p, n ? n : 1) ? NULL : (void *)(uintptr_t)p;
 }
 
 void gpu_free(void *p)
 {
 	if (p)
-		cu.mem_free((CUdeviceptr)(uintptr_t)p);
+		ods_cu.cuMemFree((CUdeviceptr)(uintptr_t)p);
 }
 
 int gpu_to_host(void *dst, const void *src, size_t n)
 {
-	return cu.dtoh(dst, (CUdeviceptr)(uintptr_t)src, n);
+	return ods_cu.cuMemcpyDtoH(dst, (CUdeviceptr)(uintptr_t)src, n);
 }
 
 int gpu_from_host(void *dst, const void *src, size_t n)
 {
-	return cu.htod((CUdeviceptr)(uintptr_t)dst, src, n);
+	return ods_cu.cuMemcpyHtoD((CUdeviceptr)(uintptr_t)dst, src, n);
 }
 
 void *gpu_host_alloc(size_t n)
 {
 	void *p = NULL;
-	return cu.alloc_host(&p, n ? n : 1) ? NULL : p;
+	return ods_cu.cuMemAllocHost(&p, n ? n : 1) ? NULL : p;
 }
 
 void gpu_host_free(void *p)
 {
 	if (p)
-		cu.free_host(p);
+		ods_cu.cuMemFreeHost(p);
 }
 
 int gpu_count(void)
 {
 	int n = 0;
-	if (!cu.ctx || cu.device_count(&n))
+	if (!g.ctx || ods_cu.cuDeviceGetCount(&n))
 		return 0;
 	return n;
 }
 
 bool gpu_bind_device(int dev)
 {
-	if (!cu.ctx || dev < 0 || dev >= 8 || dev >= gpu_count())
+	if (!g.ctx || dev < 0 || dev >= 8 || dev >= gpu_count())
 		return false;
-	if (!cu.dev_ctx[dev]) {
+	if (!g.dev_ctx[dev]) {
 		CUdevice d;
-		if (cu.device_get(&d, dev) || cu.retain(&cu.dev_ctx[dev], d))
+		if (ods_cu.cuDeviceGet(&d, dev) || ods_cu.cuDevicePrimaryCtxRetain(&g.dev_ctx[dev], d))
 			return false;
 	}
-	return cu.set_current(cu.dev_ctx[dev]) == 0;
+	return ods_cu.cuCtxSetCurrent(g.dev_ctx[dev]) == CUDA_SUCCESS;
 }
 
 void *gpu_alloc_on(int dev, size_t n)
@@ -163,7 +111,8 @@ void *gpu_alloc_on(int dev, size_t n)
 size_t gpu_free_bytes(void)
 {
 	size_t fr = 0, total = 0;
-	if (!cu.ctx || cu.mem_info(&fr, &total))
+	/* 0: unknown, and the early check is skipped */
+	if (!g.ctx || ods_cu_missing((const char *[]){ "cuMemGetInfo", NULL }) || ods_cu.cuMemGetInfo(&fr, &total))
 		return 0;
 	return fr;
 }
@@ -176,15 +125,15 @@ double gpu_h2d_ceiling(size_t bytes)
 	/* each sample moves at least 256 MiB, so small copies are timed over
 	 * many calls, as a loop of such calls would run */
 	unsigned reps = bytes >= ((size_t)256 << 20) ? 1 : (unsigned)(((size_t)256 << 20) / bytes);
-	if (cu.alloc_host(&h, bytes) || cu.mem_alloc(&d, bytes))
+	if (ods_cu.cuMemAllocHost(&h, bytes) || ods_cu.cuMemAlloc(&d, bytes))
 		goto out;
-	cu.htod(d, h, bytes); /* warm-up: maps and first-touch */
+	ods_cu.cuMemcpyHtoD(d, h, bytes); /* warm-up: maps and first-touch */
 	for (int i = 0; i < 5; i++) {
 		uint64_t t0 = st_now_ns();
 		for (unsigned r = 0; r < reps; r++)
-			if (cu.htod(d, h, bytes))
+			if (ods_cu.cuMemcpyHtoD(d, h, bytes))
 				goto out;
-		if (cu.sync())
+		if (ods_cu.cuCtxSynchronize())
 			break;
 		double mib = st_mib_s((uint64_t)bytes * reps, st_seconds(t0, st_now_ns()));
 		if (mib > best)
@@ -192,36 +141,63 @@ double gpu_h2d_ceiling(size_t bytes)
 	}
 out:
 	if (d)
-		cu.mem_free(d);
+		ods_cu.cuMemFree(d);
 	if (h)
-		cu.free_host(h);
+		ods_cu.cuMemFreeHost(h);
 	return best;
 }
 
 void *gpu_stream_create(void)
 {
-	void *s = NULL;
-	return cu.stream_create(&s, 1 /* CU_STREAM_NON_BLOCKING */) ? NULL : s;
+	CUstream s = NULL;
+	return ods_cu.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) ? NULL : s;
 }
 
 int gpu_stream_sync(void *stream)
 {
-	return cu.stream_sync(stream);
+	return ods_cu.cuStreamSynchronize(stream);
 }
 
 void gpu_stream_destroy(void *stream)
 {
 	if (stream)
-		cu.stream_destroy(stream);
+		ods_cu.cuStreamDestroy(stream);
 }
 
 void gpu_close(void)
 {
 	for (int i = 0; i < 8; i++) {
 		CUdevice dev;
-		if (cu.dev_ctx[i] && !cu.device_get(&dev, i))
-			cu.release(dev);
-		cu.dev_ctx[i] = NULL;
+		if (g.dev_ctx[i] && !ods_cu.cuDeviceGet(&dev, i))
+			ods_cu.cuDevicePrimaryCtxRelease(dev);
+		g.dev_ctx[i] = NULL;
 	}
-	cu.ctx = NULL;
+	g.ctx = NULL;
 }
+
+#else /* built without cuda.h: as the library, no GPU */
+
+bool gpu_open(char *why, size_t why_len)
+{
+	snprintf(why, why_len, "opends-bench was built without cuda.h");
+	return false;
+}
+void gpu_bind_thread(void) {}
+const char *gpu_name(void) { return "none"; }
+void *gpu_alloc(size_t n) { (void)n; return NULL; }
+void gpu_free(void *p) { (void)p; }
+int gpu_to_host(void *dst, const void *src, size_t n) { (void)dst; (void)src; (void)n; return -1; }
+int gpu_from_host(void *dst, const void *src, size_t n) { (void)dst; (void)src; (void)n; return -1; }
+void *gpu_host_alloc(size_t n) { (void)n; return NULL; }
+void gpu_host_free(void *p) { (void)p; }
+int gpu_count(void) { return 0; }
+bool gpu_bind_device(int dev) { (void)dev; return false; }
+void *gpu_alloc_on(int dev, size_t n) { (void)dev; (void)n; return NULL; }
+size_t gpu_free_bytes(void) { return 0; }
+double gpu_h2d_ceiling(size_t bytes) { (void)bytes; return 0; }
+void *gpu_stream_create(void) { return NULL; }
+int gpu_stream_sync(void *stream) { (void)stream; return -1; }
+void gpu_stream_destroy(void *stream) { (void)stream; }
+void gpu_close(void) {}
+
+#endif

@@ -377,6 +377,23 @@ static int leg_once(void *ctx, struct leg_result *r)
 	return r->error;
 }
 
+/* opends_stream_register's flags (cuFileStreamRegister's) on every stream
+ * of the leg, the default stream too; 0 deregisters. */
+static void register_streams(opends_stream_t *streams, unsigned n, unsigned flags)
+{
+	bool deflt = false;
+	for (unsigned i = 0; streams && i < n; i++) {
+		if (!streams[i]) {
+			if (deflt)
+				continue;
+			deflt = true;
+		}
+		opends_error_t e = flags ? opends_stream_register(streams[i], flags) : opends_stream_deregister(streams[i]);
+		if (e.err && flags)
+			fprintf(stderr, "note: opends_stream_register(%u): %s\n", flags, opends_last_error_detail());
+	}
+}
+
 static void run_opends(const struct dataset *ds, const unsigned *order, const char *backend, char *dest,
 		       size_t slot_size, unsigned nslots, unsigned conc)
 {
@@ -406,19 +423,33 @@ static void run_opends(const struct dataset *ds, const unsigned *order, const ch
 	for (unsigned m = 0; m < 4; m++) {
 		if (!in_list(opt.modes, modes[m]))
 			continue;
-		for (unsigned cc = 0; cc < 2; cc++) {
-			const char *cache = cc ? "hot" : "cold";
-			if (!in_list(opt.caches, cache))
-				continue;
-			char label[128];
-			snprintf(label, sizeof(label), "%s %s %s %s", ds->spec->name, modes[m], name, cache);
-			struct leg_run x = { ds, order, dest, slot_size, nslots, conc, m, !cc, streams, label, 0 };
-			struct leg_result r;
-			repeat_leg(leg_once, &x, &r);
-			struct rec k = { ds->spec->name, modes[m], name, cache, opt.use_gpu ? "device" : "host",
-					 m == 0 ? x.nslots < opt.threads ? x.nslots : opt.threads : 1, m == 0 ? 0 : conc,
-					 0, x.verified };
-			record(&k, &r);
+		/* stream legs: once per --stream-flags value, each a mode of its
+		 * own ("stream", "stream:7") so a table never mixes them */
+		for (unsigned fi = 0; fi < (m == 2 ? opt.n_stream_flags : 1); fi++) {
+			unsigned flags = m == 2 ? opt.stream_flags[fi] : 0;
+			char mode[16];
+			snprintf(mode, sizeof(mode), flags ? "%s:%u" : "%s", modes[m], flags);
+			if (m == 2)
+				register_streams(streams, conc, flags);
+			for (unsigned cc = 0; cc < 2; cc++) {
+				const char *cache = cc ? "hot" : "cold";
+				if (!in_list(opt.caches, cache))
+					continue;
+				char label[128];
+				snprintf(label, sizeof(label), "%s %s %s %s", ds->spec->name, mode, name, cache);
+				struct leg_run x = { ds, order, dest, slot_size, nslots, conc, m, !cc, streams, label, 0 };
+				struct leg_result r;
+				repeat_leg(leg_once, &x, &r);
+				if (flags) {
+					char post[48];
+					snprintf(post, sizeof(post), ", streams registered with flags %u", flags);
+					config_wrap(&r, "", post);
+				}
+				struct rec k = { ds->spec->name, mode, name, cache, opt.use_gpu ? "device" : "host",
+						 m == 0 ? x.nslots < opt.threads ? x.nslots : opt.threads : 1,
+						 m == 0 ? 0 : conc, 0, x.verified };
+				record(&k, &r);
+			}
 		}
 	}
 	for (unsigned i = 0; streams && i < conc; i++)
@@ -440,7 +471,6 @@ static void run_cufile(const struct dataset *ds, bool cold, char *dest, size_t s
 		record_na(ds->spec->name, "*", "cufile", "hot: cuFile reads O_DIRECT here, a hot leg would read the disk");
 		return;
 	}
-	const char *path_note = "";
 	void **d = calloc(opt.threads, sizeof(*d));
 	unsigned th = opt.threads < nslots ? opt.threads : nslots;
 	for (unsigned i = 0; d && i < th; i++)
@@ -448,23 +478,23 @@ static void run_cufile(const struct dataset *ds, bool cold, char *dest, size_t s
 	struct leg_result cr;
 	prepare_cache(ds, cold);
 	cufile_sync_leg(ds, th, d, &cr);
-	config_wrap(&cr, path_note, "");
 	struct rec k = { ds->spec->name, "sync", "cufile", cache, "device", th, 0, 0, 0 };
 	record(&k, &cr);
 	free(d);
 	/* cuFile has no futures: its async cell stays n/a */
-	if (in_list(opt.modes, "stream")) {
+	for (unsigned fi = 0; in_list(opt.modes, "stream") && fi < opt.n_stream_flags; fi++) {
+		unsigned flags = opt.stream_flags[fi];
+		char mode[16];
+		snprintf(mode, sizeof(mode), flags ? "stream:%u" : "stream", flags);
 		prepare_cache(ds, cold);
-		if (cufile_stream_leg(ds, conc, dest, slot, &cr) != -ENOSYS) { /* else n/a */
-			config_wrap(&cr, path_note, "");
-			k = (struct rec){ ds->spec->name, "stream", "cufile", cache, "device", 1, conc, 0, 0 };
+		if (cufile_stream_leg(ds, conc, dest, slot, flags, &cr) != -ENOSYS) { /* else n/a */
+			k = (struct rec){ ds->spec->name, mode, "cufile", cache, "device", 1, conc, 0, 0 };
 			record(&k, &cr);
 		}
 	}
 	if (in_list(opt.modes, "batch")) {
 		prepare_cache(ds, cold);
 		if (cufile_batch_leg(ds, conc, dest, slot, &cr) != -ENOSYS) {
-			config_wrap(&cr, path_note, "");
 			k = (struct rec){ ds->spec->name, "batch", "cufile", cache, "device", 1, conc < 128 ? conc : 128,
 					  0, 0 };
 			record(&k, &cr);
