@@ -48,6 +48,9 @@ double ceiling_of(const char *dataset, const char *cache, const char *backend);
  * (its row is recorded once the "after" measurement is in). */
 void ceiling_note(const char *dataset, const char *cache, const char *backend, double mib);
 void write_machine(const char *gpu);
+/* opends_driver_open with OPENDS_BACKEND=backend; on failure an error row
+ * (dataset, backend) and false. */
+bool bench_driver_open(const char *backend, const char *dataset);
 
 /* Progress on stderr for legs over a second, only on a terminal. */
 void progress_init(void);

@@ -419,19 +419,8 @@ static void callers_backend(const char *backend, struct dataset *big, struct dat
 			    char *dest, char *pinned, bool first)
 {
 	bool od = strcmp(backend, "none") != 0;
-	if (od) {
-		setenv("OPENDS_BACKEND", backend, 1);
-		opends_error_t e = opends_driver_open();
-		if (e.err) {
-			char name[64];
-			snprintf(name, sizeof(name), "opends:%s", backend);
-			struct leg_result r = { .error = (int)e.err };
-			snprintf(r.config, sizeof(r.config), "opends_driver_open: %.100s", opends_last_error_detail());
-			struct rec k = { "callers", "-", name, "-", "-", 0, 0, 0, 0 };
-			record(&k, &r);
-			return;
-		}
-	}
+	if (od && !bench_driver_open(backend, "callers"))
+		return;
 	const char *bn = big->spec->name;
 	bool plain = first && opt.baselines; /* the peers run once, not per backend */
 	struct caller c = { .ds = big, .dest = dest, .dest_size = big->files[0].size, .pinned = pinned,

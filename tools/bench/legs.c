@@ -397,18 +397,9 @@ static void register_streams(opends_stream_t *streams, unsigned n, unsigned flag
 static void run_opends(const struct dataset *ds, const unsigned *order, const char *backend, char *dest,
 		       size_t slot_size, unsigned nslots, unsigned conc)
 {
-	setenv("OPENDS_BACKEND", backend, 1);
-	opends_error_t e = opends_driver_open();
-	if (e.err) {
-		/* an error row, so the report's failed legs show it */
-		char name[64];
-		snprintf(name, sizeof(name), "opends:%s", backend);
-		struct leg_result r = { .error = (int)e.err };
-		snprintf(r.config, sizeof(r.config), "opends_driver_open: %.100s", opends_last_error_detail());
-		struct rec k = { ds->spec->name, "sync", name, "-", opt.use_gpu ? "device" : "host", 0, 0, 0, 0 };
-		record(&k, &r);
+	if (!bench_driver_open(backend, ds->spec->name))
 		return;
-	}
+	opends_error_t e;
 	char name[64];
 	snprintf(name, sizeof(name), "opends:%s", opends_driver_backend());
 	e = opends_buf_register(dest, slot_size * nslots, 0);

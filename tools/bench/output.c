@@ -216,6 +216,22 @@ void record_na(const char *dataset, const char *mode, const char *backend, const
 	fflush(stdout);
 }
 
+bool bench_driver_open(const char *backend, const char *dataset)
+{
+	setenv("OPENDS_BACKEND", backend, 1);
+	opends_error_t e = opends_driver_open();
+	if (!e.err)
+		return true;
+	/* an error row, so the report's failed legs show it */
+	char name[64];
+	snprintf(name, sizeof(name), "opends:%s", backend);
+	struct leg_result r = { .error = (int)e.err };
+	snprintf(r.config, sizeof(r.config), "opends_driver_open: %.100s", opends_last_error_detail());
+	struct rec k = { dataset, "-", name, "-", opt.use_gpu ? "device" : "host", 0, 0, 0, 0 };
+	record(&k, &r);
+	return false;
+}
+
 /* ---- repeats ------------------------------------------------------------- */
 
 static int cmp_mib(const void *a, const void *b)
