@@ -204,7 +204,8 @@ OPENDS_API const char *opends_last_error_detail(void);
  *   OPENDS_IO_THREADS   worker threads, 1..256.
  *   OPENDS_QUEUE_DEPTH  operations in flight per worker, 1..4096.
  *   OPENDS_CHUNK_SIZE   bytes per staged chunk, 4 KiB..1 GiB, a multiple of
- *                       4096; suffixes k, m, g (binary) accepted.
+ *                       4096; suffixes k, m, g or K, M, G (binary: 4k and
+ *                       4K are 4096) accepted.
  *   OPENDS_CPU_MASK     hex mask of CPUs for the workers (worker i on set
  *                       bit i mod popcount); 0 or unset = scheduler decides.
  *   OPENDS_IDLE_SPIN    µs an idle worker spins before sleeping, 0..1000000,
@@ -212,6 +213,8 @@ OPENDS_API const char *opends_last_error_detail(void);
  *   OPENDS_ASSUME_ALIGNED_ONLY  0 or 1: 1 promises 4 KiB-aligned offsets and
  *                       sizes; unaligned I/O then fails with
  *                       -OPENDS_INVALID_VALUE.
+ * Numbers are plain decimal (OPENDS_CPU_MASK: hex) without sign, spaces or
+ * leading zeros ("08" is refused, "0" is fine).
  * Variables a backend does not use are still validated.
  *
  * Errors: OPENDS_DRIVER_ALREADY_OPEN (open twice), OPENDS_DRIVER_INVALID_PROPS

@@ -14,7 +14,9 @@
 static const char *const known_backends[] = { "ref", "uring", "gds" };
 
 /* Parse an unsigned decimal (or 0x hex when hex) number without sign,
- * spaces or junk. Returns false on any of those or overflow. */
+ * spaces or junk. Returns false on any of those or overflow. A decimal
+ * number has no leading zeros ("0" itself is fine): "010" could mean 8 to a
+ * reader used to C or the shell, so it is refused rather than guessed. */
 static bool parse_u64(const char *s, uint64_t *out, bool hex)
 {
 	int base = 10;
@@ -23,7 +25,7 @@ static bool parse_u64(const char *s, uint64_t *out, bool hex)
 		if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
 			s += 2;
 	}
-	if (!*s)
+	if (!*s || (!hex && s[0] == '0' && s[1]))
 		return false;
 	uint64_t v = 0;
 	for (; *s; s++) {
@@ -151,7 +153,7 @@ static const struct {
 	{ "OPENDS_ACCEL", "auto, cuda, host or hostdev", p_accel },
 	{ "OPENDS_IO_THREADS", "an integer from 1 to 256", p_threads },
 	{ "OPENDS_QUEUE_DEPTH", "an integer from 1 to 4096", p_depth },
-	{ "OPENDS_CHUNK_SIZE", "a size from 4k to 1g that is a multiple of 4096 (suffix k, m or g allowed)",
+	{ "OPENDS_CHUNK_SIZE", "a size from 4k to 1g that is a multiple of 4096 (suffix k, m or g, either case; no leading zeros)",
 	  p_chunk },
 	{ "OPENDS_CPU_MASK", "a hexadecimal CPU mask of at most 64 bits, e.g. 0xf0", p_mask },
 	{ "OPENDS_IDLE_SPIN", "microseconds from 0 to 1000000, or busy", p_spin },

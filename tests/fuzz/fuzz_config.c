@@ -27,10 +27,11 @@ static void die(const char *what, const char *name, const char *value)
 	abort();
 }
 
-/* decimal digits only, no sign or spaces; false on overflow */
+/* decimal digits only, no sign, spaces or leading zeros ("0" is fine);
+ * false on overflow */
 static bool dec(const char *s, uint64_t *v)
 {
-	if (!*s)
+	if (!*s || (s[0] == '0' && s[1]))
 		return false;
 	unsigned __int128 x = 0;
 	for (; *s; s++) {
@@ -122,10 +123,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			mult = last == 'k' ? 1u << 10 : last == 'm' ? 1u << 20 : 1u << 30;
 			num[l - 1] = '\0';
 		}
-		/* Known deviation, reported: the library refuses values of 32
-		 * characters or more (leading zeros), which the header's text
-		 * would accept. The model follows the library there. */
-		ok = l < 32 && dec(num, &v) && v <= (1ull << 30) / mult && v * mult >= 4096 &&
+		/* no leading zeros, so a valid value is at most 11 characters */
+		ok = dec(num, &v) && v <= (1ull << 30) / mult && v * mult >= 4096 &&
 		     (v * mult) % 4096 == 0;
 		v *= mult;
 	} else if (!strcmp(name, "OPENDS_CPU_MASK")) {

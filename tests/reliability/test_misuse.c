@@ -868,6 +868,20 @@ static bool have_gpu(void)
 		if (!r)                                                                                            \
 			r = cfg_try("OPENDS_CPU_MASK", "0X3");                                                     \
 		return r;                                                                                          \
+	})                                                                                                         \
+	/* issue 15: the header lists the suffixes and plain decimal numbers */                                 \
+	X(C45, CONFIG, ERR, OPENDS_DRIVER_INVALID_PROPS, 0, NB, "OPENDS_CHUNK_SIZE",                               \
+	  "OPENDS_CHUNK_SIZE=04096 (leading zero: numbers are plain decimal)",                                     \
+	  { return cfg_try("OPENDS_CHUNK_SIZE", "04096"); })                                                       \
+	X(C46, CONFIG, ERR, OPENDS_DRIVER_INVALID_PROPS, 0, NB, "OPENDS_IO_THREADS", "OPENDS_IO_THREADS=08 (leading zero)", \
+	  { return cfg_try("OPENDS_IO_THREADS", "08"); })                                                          \
+	X(C47, CONFIG, ERR, OPENDS_DRIVER_INVALID_PROPS, 0, NB, "OPENDS_CHUNK_SIZE", "OPENDS_CHUNK_SIZE=0004k (leading zeros before a suffix)", \
+	  { return cfg_try("OPENDS_CHUNK_SIZE", "0004k"); })                                                       \
+	X(C48, CONFIG, VALUE, 0, 0, NB, "", "OPENDS_CHUNK_SIZE=4K and 1M: upper-case suffixes accepted as documented", { \
+		long r = cfg_try("OPENDS_CHUNK_SIZE", "4K");                                                       \
+		if (!r)                                                                                            \
+			r = cfg_try("OPENDS_CHUNK_SIZE", "1M");                                                    \
+		return r;                                                                                          \
 	})
 
 /* ---------------------------------------------------------------------- */
