@@ -476,7 +476,11 @@ OPENDS_API opends_error_t opends_batch_submit(opends_batch_t batch, unsigned nr,
  * Collect completions. *nr is the room in events on entry and the number
  * delivered on return; each completion is delivered once. Waits until at
  * least min_nr (capped at *nr and at the entries still undelivered) are
- * ready; with a timeout, returns whatever is ready when it expires.
+ * ready; with a timeout, returns whatever is ready when it expires (a
+ * timeout too large for the clock, e.g. {INT64_MAX, 999999999}, waits as
+ * no timeout does). Any number of threads may submit to and collect from
+ * one batch at once; a submit that does not fit fails whole with
+ * OPENDS_BATCH_FULL, never partly.
  * Status: OPENDS_COMPLETE with ret = bytes (short at EOF included),
  * OPENDS_FAILED with ret = negated error, OPENDS_CANCELED.
  * Errors: OPENDS_INVALID_VALUE (NULL batch/nr/events with *nr > 0, unknown

@@ -24,7 +24,10 @@ struct bentry {
 struct ods_batch {
 	pthread_mutex_t lock;
 	pthread_cond_t cond; /* an entry became ready, or inflight reached 0 */
-	unsigned max_nr, inflight, ready;
+	/* reserved: taken off the free list by a submit still validating its
+	 * entries; counted with the rest so that two submits racing cannot
+	 * both take the same room (issue 15 item 1) */
+	unsigned max_nr, reserved, inflight, ready;
 	struct bentry *free_list, *ready_head, *ready_tail;
 	struct bentry *entries;
 };
@@ -159,13 +162,14 @@ OPENDS_API opends_error_t opends_batch_submit(opends_batch_t batch, unsigned nr,
 
 	/* Reserve nr entries or refuse the whole submit. */
 	pthread_mutex_lock(&b->lock);
-	unsigned avail = b->max_nr - b->inflight - b->ready;
+	unsigned avail = b->max_nr - b->reserved - b->inflight - b->ready;
 	if (nr > avail) {
+		unsigned busy = b->reserved + b->inflight, ready = b->ready;
 		pthread_mutex_unlock(&b->lock);
 		return ods_err(ods_fail(OPENDS_BATCH_FULL,
 					"opends_batch_submit: %u entries do not fit: max_nr %u, %u in flight, %u "
 					"completed but not yet collected",
-					nr, b->max_nr, b->inflight, b->ready),
+					nr, b->max_nr, busy, ready),
 			       0);
 	}
 	struct bentry *taken = b->free_list, *e = taken;
@@ -173,6 +177,7 @@ OPENDS_API opends_error_t opends_batch_submit(opends_batch_t batch, unsigned nr,
 		e = e->next;
 	b->free_list = e->next;
 	e->next = NULL;
+	b->reserved += nr;
 	pthread_mutex_unlock(&b->lock);
 
 	/* Validate every entry before starting any. */
@@ -207,19 +212,25 @@ OPENDS_API opends_error_t opends_batch_submit(opends_batch_t batch, unsigned nr,
 			;
 		e->next = b->free_list;
 		b->free_list = taken;
+		b->reserved -= nr;
 		pthread_mutex_unlock(&b->lock);
 		return ods_err(rc, 0);
 	}
 
+	/* In flight from here; the states change under the lock, as cancel
+	 * reads them under it. */
 	pthread_mutex_lock(&b->lock);
+	b->reserved -= nr;
 	b->inflight += nr;
+	for (e = taken; e; e = e->next) {
+		e->state = E_INFLIGHT;
+		e->io.owner = e;
+		e->io.done = entry_done;
+	}
 	pthread_mutex_unlock(&b->lock);
 	e = taken;
 	for (unsigned i = 0; i < nr; i++) {
 		struct bentry *next = e->next;
-		e->state = E_INFLIGHT;
-		e->io.owner = e;
-		e->io.done = entry_done;
 		if (e->io.result < 0 || e->io.size == 0)
 			e->io.done(&e->io); /* nothing to move, or EBADF: never submitted */
 		else
@@ -229,15 +240,23 @@ OPENDS_API opends_error_t opends_batch_submit(opends_batch_t batch, unsigned nr,
 	return ods_ok();
 }
 
-static void deadline_of(const struct timespec *timeout, struct timespec *dl)
+/* The absolute deadline now + timeout; false when it lies beyond what a
+ * time_t holds (then the caller waits as without a timeout: such a deadline
+ * is never reached, and adding it up would overflow, issue 15 item 8). */
+static bool deadline_of(const struct timespec *timeout, struct timespec *dl)
 {
+	const time_t tmax = (time_t)((sizeof(time_t) == 8) ? INT64_MAX : INT32_MAX);
 	clock_gettime(CLOCK_MONOTONIC, dl);
+	/* both parts are checked by the caller: tv_sec >= 0, tv_nsec < 1e9 */
+	if (timeout->tv_sec > tmax - dl->tv_sec - 1)
+		return false;
 	dl->tv_sec += timeout->tv_sec;
 	dl->tv_nsec += timeout->tv_nsec;
 	if (dl->tv_nsec >= 1000000000L) {
 		dl->tv_nsec -= 1000000000L;
 		dl->tv_sec++;
 	}
+	return true;
 }
 
 OPENDS_API opends_error_t opends_batch_get_status(opends_batch_t batch, unsigned min_nr, unsigned *nr,
@@ -255,8 +274,8 @@ OPENDS_API opends_error_t opends_batch_get_status(opends_batch_t batch, unsigned
 		return INVALID("opends_batch_get_status: timeout is negative or its tv_nsec is out of range");
 
 	struct timespec dl;
-	if (timeout)
-		deadline_of(timeout, &dl);
+	if (timeout && !deadline_of(timeout, &dl))
+		timeout = NULL;
 	pthread_mutex_lock(&b->lock);
 	unsigned want = min_nr;
 	if (want > *nr)

@@ -275,10 +275,13 @@ OPENDS_API opends_error_t opends_buf_register(const void *buf, size_t size, int 
 	pthread_rwlock_wrlock(&regions_lock);
 	size_t i = region_search(b);
 	if (i < nregions && regions[i].base < b + size) {
+		/* copied under the lock: once it is released another thread may
+		 * move or reallocate the table (issue 15 item 9) */
+		struct ods_region hit = regions[i];
 		pthread_rwlock_unlock(&regions_lock);
 		return ods_err(ods_fail(OPENDS_MEMORY_ALREADY_REGISTERED,
 					"opends_buf_register: [%p, +%zu) overlaps the registered range [%p, +%zu)", buf,
-					size, (void *)regions[i].base, regions[i].size),
+					size, (void *)hit.base, hit.size),
 			       0);
 	}
 	if (nregions == regions_cap) {

@@ -1,5 +1,5 @@
 #!/bin/bash
-# ThreadSanitizer run of the stress test:
+# ThreadSanitizer run of the stress test and the race cases of test_races:
 #   tests/reliability/tsan.sh [SOURCE_ROOT [BUILD_DIR [GROUPS]]] [-- MESON_SETUP_ARGS...]
 # Configures BUILD_DIR (default: build-tsan) with -Db_sanitize=thread, builds
 # only the library and test_stress, and runs it briefly on every backend,
@@ -43,7 +43,7 @@ if [ ! -f "$build/build.ninja" ]; then
 	CC=$cc meson setup "$build" "$src" -Db_sanitize=thread -Db_lundef=false "$@" >"$probe/setup.log" 2>&1 ||
 		{ cat "$probe/setup.log"; echo "FAIL: meson setup"; exit 1; }
 fi
-ninja -C "$build" tests/reliability/test_stress >"$probe/build.log" 2>&1 ||
+ninja -C "$build" tests/reliability/test_stress tests/reliability/test_races >"$probe/build.log" 2>&1 ||
 	{ tail -30 "$probe/build.log"; echo "FAIL: build"; exit 1; }
 
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1 second_deadlock_stack=1 exitcode=66}
@@ -57,6 +57,16 @@ for b in ref uring gds; do
 		0) ran=$((ran + 1)); echo "ok   tsan $b/$accel" ;;
 		77) echo "skip tsan $b/$accel (backend not here)" ;;
 		*) echo "FAIL tsan $b/$accel: exit $r"; rc=1 ;;
+		esac
+	done
+	# the races of issue 15 (batch submit/collect/cancel, registry)
+	for what in batch_submit batch_collect buf_register; do
+		OPENDS_BACKEND=$b OPENDS_ACCEL=host "${run[@]}" "$build/tests/reliability/test_races" $what >/dev/null
+		r=$?
+		case $r in
+		0) ran=$((ran + 1)); echo "ok   tsan races $what $b" ;;
+		77) ;;
+		*) echo "FAIL tsan races $what $b: exit $r"; rc=1 ;;
 		esac
 	done
 done
