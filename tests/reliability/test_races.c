@@ -50,7 +50,10 @@ static void setup(void)
 	r_fill(b, FILE_SIZE, 1, 0);
 	R_CHECK(pwrite(fd, b, FILE_SIZE, 0) == FILE_SIZE, "pwrite");
 	free(b);
-	R_TRY(opends_driver_open());
+	opends_error_t e = opends_driver_open();
+	if (e.err == OPENDS_PLATFORM_NOT_SUPPORTED)
+		r_skip("backend %s cannot run here", r_backend_env());
+	R_TRY(e);
 	R_TRY(opends_handle_register(&fh, fd));
 }
 
