@@ -197,7 +197,7 @@ OPENDS_API opends_error_t opends_batch_submit(opends_batch_t batch, unsigned nr,
 		}
 		ssize_t r = ods_io_prepare(&e->io, p->opcode, p->fh, p->u.batch.buf_base, p->u.batch.size,
 					   p->u.batch.file_offset, p->u.batch.buf_offset);
-		if (r <= -5000) {
+		if (r <= -OPENDS_ERRNO_MAX) {
 			char why[200];
 			snprintf(why, sizeof(why), "%s", opends_last_error_detail());
 			rc = ods_fail((int)-r, "opends_batch_submit: params[%u]: %s", i, why);
