@@ -28,6 +28,14 @@
  *   other call is, once open has returned. Any call other than open made
  *   while the driver is closed fails with OPENDS_DRIVER_NOT_INITIALIZED (or
  *   its negation).
+ * - fork(): in the child, the driver inherited from the parent is closed
+ *   (every call fails at once with OPENDS_DRIVER_NOT_INITIALIZED; close
+ *   too) and the child may call opends_driver_open() for a driver of its
+ *   own. The parent's handles, buffers, streams, batches and I/O in flight
+ *   do not exist in the child (register the fds again); the library's
+ *   internal fds stay open there until exec (close-on-exec). The parent is
+ *   not affected. As with CUDA itself, a child cannot use the accelerator
+ *   of a parent that has: open it with OPENDS_ACCEL=host there.
  * - Deregistering or closing anything (a handle, a buffer, a stream, the
  *   driver) while I/O is in flight on it is undefined, as is closing an fd
  *   that another thread is reading.
@@ -274,9 +282,16 @@ OPENDS_API opends_error_t opends_describe(opends_handle_t fh, char *buf, size_t 
  * deregistration, and must stay open while the handle is registered. The
  * access mode of the fd is kept: writing through a read-only handle, or
  * reading through a write-only one, fails with -EBADF.
+ * An fd that can write and has O_APPEND is refused (pwrite on it lands at
+ * the end of the file, not at file_offset); a read-only O_APPEND fd is
+ * fine. Setting O_APPEND on a registered fd later (fcntl) is undefined.
+ * O_SYNC / O_DSYNC on the fd hold for every write through the handle,
+ * partial blocks of an O_DIRECT fd included: the call returns once the
+ * data is as durable as pwrite on that fd would make it.
  * Errors: OPENDS_INVALID_VALUE (fh NULL; fd negative or closed, with
  * backend_err = EBADF), OPENDS_INVALID_FILE_TYPE (not a regular file or a
- * block device), OPENDS_HANDLE_ALREADY_REGISTERED (this fd is registered),
+ * block device), OPENDS_INVALID_FILE_OPEN_FLAG (O_PATH, or O_APPEND on an
+ * fd that can write), OPENDS_HANDLE_ALREADY_REGISTERED (this fd is registered),
  * OPENDS_NOMEM_ERROR, OPENDS_DRIVER_NOT_INITIALIZED.
  */
 OPENDS_API opends_error_t opends_handle_register(opends_handle_t *fh, int fd);

@@ -64,6 +64,14 @@ static void batch_free(void *p)
 	free(b);
 }
 
+/* In a child after fork(): the parent's batches belong to the parent; an
+ * entry in flight there may never complete here. Drop them unseen (the
+ * table's lock may have been held by a thread that does not exist here). */
+void ods_batches_forget(void)
+{
+	ods_slots_init(&batches);
+}
+
 void ods_batches_fini(void)
 {
 	pthread_once(&batches_once, batches_init);

@@ -69,8 +69,31 @@ static int choose_backend(const struct ods_config *cfg, const struct ods_backend
 			cfg->backend);
 }
 
+/* fork() while open: the child starts with the driver closed. Only the
+ * forking thread exists there, so nothing of the parent's engine can be
+ * waited for or shut down; every module forgets its state instead (see
+ * ods_registry_forget) and the child may open its own driver. */
+static void after_fork_child(void)
+{
+	if (!atomic_load_explicit(&ods_drv.open, memory_order_relaxed))
+		return;
+	atomic_store_explicit(&ods_drv.open, false, memory_order_relaxed);
+	ods_registry_forget();
+	ods_batches_forget();
+	memset(&ods_drv, 0, sizeof(ods_drv));
+	atomic_store_explicit(&ods_inflight, 0, memory_order_relaxed);
+}
+
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void atfork_install(void)
+{
+	pthread_atfork(NULL, NULL, after_fork_child);
+}
+
 OPENDS_API opends_error_t opends_driver_open(void)
 {
+	pthread_once(&atfork_once, atfork_install);
 	if (ods_is_open())
 		return ods_err(ods_fail(OPENDS_DRIVER_ALREADY_OPEN, "opends_driver_open: the driver is already open"),
 			       0);

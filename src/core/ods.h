@@ -107,6 +107,7 @@ struct ods_handle {
 	int fd;          /* the caller's fd */
 	int accmode;     /* O_RDONLY, O_WRONLY or O_RDWR of the caller's fd */
 	bool direct;     /* the caller's fd has O_DIRECT */
+	int sync_flags;  /* O_SYNC / O_DSYNC of the caller's fd, kept by the twin */
 	bool blockdev;
 	off_t blk_size;  /* block device: its size in bytes */
 	pthread_mutex_t twin_lock;
@@ -290,6 +291,15 @@ bool ods_region_find(uintptr_t p, struct ods_region *out);
 int ods_streams_init(void);
 void ods_streams_fini(void);
 void ods_batches_fini(void);
+
+/* fork(): in the child the driver is closed and can be opened again
+ * (driver.c's pthread_atfork handler). The child has only the forking
+ * thread: the parent's workers, dispatchers and simulated streams do not
+ * exist there, and any lock may be held forever. Each *_forget drops the
+ * module's references to the parent's state without touching it: no
+ * joins, no frees, no locks taken; the next open starts from nothing. */
+void ods_registry_forget(void);
+void ods_batches_forget(void);
 
 /* helpers shared by backends (src/core/posix.c) */
 /* pread/pwrite the whole range, looping over short transfers and EINTR;

@@ -57,6 +57,22 @@ void ods_registry_fini(void)
 	nregions = regions_cap = 0;
 }
 
+/* In a child after fork(): forget the parent's handles and ranges without
+ * reading them (another thread may have been changing them at the fork)
+ * or taking their locks (it may have held them). The memory is left: the
+ * child cannot know what is consistent. The fds the library opened (twins)
+ * stay open in the child, as copies of the parent's, closed on exec. */
+void ods_registry_forget(void)
+{
+	ods_slots_init(&handles);
+	fd_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+	fd_used = NULL;
+	fd_cap = 0;
+	regions_lock = (pthread_rwlock_t)PTHREAD_RWLOCK_INITIALIZER;
+	regions = NULL;
+	nregions = regions_cap = 0;
+}
+
 /* ---- handles ---------------------------------------------------------- */
 
 static bool fd_mark(int fd, bool used)
@@ -96,12 +112,24 @@ OPENDS_API opends_error_t opends_handle_register(opends_handle_t *fh, int fd)
 		return ods_err(ods_fail(OPENDS_INVALID_FILE_OPEN_FLAG,
 					"opends_handle_register: fd %d was opened with O_PATH and cannot do I/O", fd), 0);
 
+	/* pwrite on an O_APPEND fd writes at the end of the file whatever the
+	 * offset (pwrite(2), BUGS), and so would every path the library has;
+	 * an fd that can write is refused rather than writing elsewhere than
+	 * asked (issue 15 item 3). A read-only one reads as any other. */
+	if ((fl & O_APPEND) && (fl & O_ACCMODE) != O_RDONLY)
+		return ods_err(ods_fail(OPENDS_INVALID_FILE_OPEN_FLAG,
+					"opends_handle_register: fd %d was opened with O_APPEND: writes would land at the "
+					"end of the file instead of their file_offset; open it without O_APPEND",
+					fd),
+			       0);
+
 	struct ods_handle *h = calloc(1, sizeof(*h));
 	if (!h)
 		return ods_err(ods_fail(OPENDS_NOMEM_ERROR, "opends_handle_register: out of memory"), ENOMEM);
 	h->fd = fd;
 	h->accmode = fl & O_ACCMODE;
 	h->direct = (fl & O_DIRECT) != 0;
+	h->sync_flags = fl & (O_SYNC | O_DSYNC);
 	h->blockdev = S_ISBLK(st.st_mode);
 	h->twin_fd = -1;
 	pthread_mutex_init(&h->twin_lock, NULL);
@@ -173,7 +201,9 @@ static int twin(struct ods_handle *h)
 	if (h->twin_fd == -1) {
 		char path[64];
 		snprintf(path, sizeof(path), "/proc/self/fd/%d", h->fd);
-		int fl = h->accmode | O_CLOEXEC | (h->direct ? 0 : O_DIRECT);
+		/* the caller's O_SYNC / O_DSYNC too: a write through the twin
+		 * must be as durable as one through the caller's fd (item 4) */
+		int fl = h->accmode | O_CLOEXEC | h->sync_flags | (h->direct ? 0 : O_DIRECT);
 		int fd = open(path, fl);
 		h->twin_fd = fd >= 0 ? fd : -2;
 	}

@@ -379,6 +379,21 @@ static bool have_gpu(void)
 			return -1;                                                                                 \
 		return E(opends_handle_register(&h, c.rw));                                                        \
 	})                                                                                                         \
+	/* issue 15 item 3: writes through O_APPEND would land at EOF, not at file_offset */                      \
+	X(H19, OPEN, ERR, OPENDS_INVALID_FILE_OPEN_FLAG, 0, NB, "O_APPEND",                                        \
+	  "opends_handle_register() of an O_WRONLY O_APPEND fd (writes would land at EOF)", {                      \
+		  opends_handle_t h;                                                                               \
+		  return E(opends_handle_register(&h, open(c.path, O_WRONLY | O_APPEND)));                         \
+	  })                                                                                                       \
+	X(H20, OPEN, ERR, OPENDS_INVALID_FILE_OPEN_FLAG, 0, NB, "O_APPEND",                                        \
+	  "opends_handle_register() of an O_RDWR O_APPEND O_DIRECT fd", {                                         \
+		  opends_handle_t h;                                                                               \
+		  return E(opends_handle_register(&h, open(c.path, O_RDWR | O_APPEND | O_DIRECT)));                \
+	  })                                                                                                       \
+	X(H21, OPEN, VALUE, 0, 0, NB, "", "opends_handle_register() of an O_RDONLY O_APPEND fd (cannot write: allowed)", { \
+		opends_handle_t h;                                                                                 \
+		return E(opends_handle_register(&h, open(c.path, O_RDONLY | O_APPEND)));                           \
+	})                                                                                                         \
 	/* ---- registered buffers ---- */                                                                        \
 	X(B01, OPEN, ERR, OPENDS_INVALID_VALUE, 0, NB, "buf", "opends_buf_register(NULL, 4096, 0)",                \
 	  { return E(opends_buf_register(NULL, 4096, 0)); })                                                       \
