@@ -1,0 +1,770 @@
+/*
+ * The staging engine (stage.h has the picture and the mover contract):
+ * requests, chunker, units, pinned slots, copy lanes and fences, and the
+ * worker loop. How bytes reach the source is the mover's.
+ */
+#include <limits.h>
+#include <linux/futex.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "stage.h"
+
+enum { U_FREE, U_HELD, U_IO, U_COPY }; /* U_HELD: the engine's, between stages */
+
+struct ods_stage_worker {
+	struct ods_stage *s;
+	pthread_t tid;
+	unsigned idx;
+	void *ctx;           /* the mover's */
+	atomic_int sleeping; /* blocked and able to take work */
+	atomic_uint wake_seq; /* the engine's own wait (movers without wait) */
+	struct ods_stage_unit *units, *free_list;
+	unsigned nfree, nio, ncopy;
+	char *slots;
+	bool slots_pinned, slots_failed;
+	struct ods_stage_req *held_r; /* the request this worker last took chunks of, */
+	unsigned held_n;              /* and how many of them it holds */
+	bool declined;                /* left the head request to other workers */
+	void *lane;                   /* accelerator copy lane, or NULL: recorded copies */
+	struct ods_stage_unit *_Atomic posted; /* completions from other threads */
+};
+
+struct ods_stage {
+	const struct ods_mover *mv;
+	const struct ods_accel *accel;
+	const struct ods_config *cfg;
+	struct ods_stage_params p;
+	unsigned started;
+	struct ods_stage_worker *w;
+	pthread_mutex_t lock;
+	pthread_cond_t room;
+	struct ods_stage_req *head, *tail;
+	unsigned nreq, cap;
+	atomic_uint queued;  /* requests with chunks left; for the sleep handshake */
+	atomic_uint wake_rr; /* where the next wake-up scan starts */
+	atomic_bool stop;
+	unsigned ready;      /* workers done setting up (lock) */
+	pthread_cond_t ready_cv;
+};
+
+static bool async_copies(const struct ods_accel *a)
+{
+	return a->lane_create && a->lane_destroy && a->copy_to_device_async && a->copy_to_host_async &&
+	       a->fence_record && a->fence_query && a->fence_wait;
+}
+
+void *ods_stage_ctx(const struct ods_stage_unit *u)
+{
+	return u->w->ctx;
+}
+
+const struct ods_stage_params *ods_stage_params(const struct ods_stage *s)
+{
+	return &s->p;
+}
+
+/* ---- request accounting ------------------------------------------------- */
+
+static void note_err(struct ods_stage_req *r, long e)
+{
+	long zero = 0;
+	atomic_compare_exchange_strong(&r->err, &zero, e);
+}
+
+static void note_short(struct ods_stage_req *r, off_t at)
+{
+	long long cur = atomic_load(&r->short_at);
+	while ((long long)at < cur && !atomic_compare_exchange_weak(&r->short_at, &cur, (long long)at))
+		;
+}
+
+static void req_put(struct ods_stage_req *r)
+{
+	if (atomic_fetch_sub_explicit(&r->pending, 1, memory_order_acq_rel) != 1)
+		return;
+	struct ods_io *io = r->io;
+	long e = atomic_load(&r->err);
+	ssize_t res;
+	if (e)
+		res = e;
+	else if (io->opcode == OPENDS_WRITE)
+		res = (ssize_t)io->size;
+	else {
+		long long s = atomic_load(&r->short_at);
+		res = (ssize_t)((s < (long long)r->end ? (off_t)s : r->end) - io->off);
+	}
+	free(r);
+	ods_io_complete(io, res);
+}
+
+/* ---- the chunker ----------------------------------------------------------- */
+
+/* Next chunk boundary after pos. Reads: the covering aligned blocks of a
+ * chunk fit one slot. Writes: partial blocks are chunks of their own (an
+ * fd mover writes them buffered), everything else is whole blocks. */
+static off_t chunk_end_of(const struct ods_stage *s, const struct ods_stage_req *r, off_t pos)
+{
+	off_t end = r->end, c = (off_t)s->p.chunk, A = (off_t)ODS_ALIGN;
+	if (r->io->opcode == OPENDS_READ) {
+		off_t n = ods_align_down(pos) + c;
+		return n < end ? n : end;
+	}
+	if (pos & (A - 1)) {
+		off_t n = ods_align_up(pos);
+		return n < end ? n : end;
+	}
+	if (end - pos < A)
+		return end;
+	off_t n = pos + c, e = ods_align_down(end);
+	return n < e ? n : e;
+}
+
+/* How many chunks chunk_end_of cuts [r->io->off, r->end) into (writes: at
+ * most one more when the range lies inside one block). A lone request is
+ * spread over the workers by this count, so an aligned 16 MiB read is 16
+ * chunks, two per worker of eight, not three for some and one for others. */
+static size_t chunk_count(const struct ods_stage *s, const struct ods_stage_req *r)
+{
+	off_t off = r->io->off, c = (off_t)s->p.chunk, A = (off_t)ODS_ALIGN;
+	if (r->delegate)
+		return 1;
+	if (r->io->opcode == OPENDS_READ)
+		return (size_t)((r->end - ods_align_down(off) + c - 1) / c);
+	off_t a0 = ods_align_up(off), a1 = ods_align_down(r->end);
+	size_t n = (size_t)((off & (A - 1)) != 0) + (size_t)((r->end & (A - 1)) != 0);
+	if (a1 > a0)
+		n += (size_t)((a1 - a0 + c - 1) / c);
+	return n ? n : 1;
+}
+
+/* caller holds s->lock */
+static void pop_head(struct ods_stage *s)
+{
+	struct ods_stage_req *r = s->head;
+	s->head = r->next;
+	if (!s->head)
+		s->tail = NULL;
+	s->nreq--;
+	atomic_fetch_sub(&s->queued, 1);
+	pthread_cond_signal(&s->room);
+}
+
+/* Take the next chunk of the oldest request for w. Returns the request
+ * with a chunk reference held, or NULL. *popped: the request has no chunks
+ * left and the queue's reference must be dropped after starting this one.
+ * A worker holds at most r->share chunks of a request at once: the first
+ * worker to wake would otherwise take every chunk its free units allow
+ * (16 chunks: all of a 16 MiB request), and the request would be moved
+ * by one worker while the others, woken for it, find the queue empty.
+ * Declining sets w->declined. */
+static struct ods_stage_req *take_chunk(struct ods_stage_worker *w, off_t *c0, off_t *c1, bool *popped)
+{
+	struct ods_stage *s = w->s;
+	if (!atomic_load_explicit(&s->queued, memory_order_acquire))
+		return NULL;
+	for (;;) {
+		pthread_mutex_lock(&s->lock);
+		struct ods_stage_req *r = s->head;
+		if (!r) {
+			pthread_mutex_unlock(&s->lock);
+			return NULL;
+		}
+		if (r == w->held_r && w->held_n >= r->share) {
+			pthread_mutex_unlock(&s->lock);
+			w->declined = true;
+			return NULL;
+		}
+		if (!r->started) {
+			r->started = true;
+			if (atomic_load_explicit(&r->io->cancelled, memory_order_acquire)) {
+				pop_head(s);
+				pthread_mutex_unlock(&s->lock);
+				note_err(r, -ECANCELED);
+				req_put(r);
+				continue;
+			}
+		}
+		if (r != w->held_r) {
+			w->held_r = r;
+			w->held_n = 0;
+		}
+		w->held_n++;
+		*c0 = r->pos;
+		*c1 = r->delegate ? r->end : chunk_end_of(s, r, r->pos);
+		r->pos = *c1;
+		atomic_fetch_add_explicit(&r->pending, 1, memory_order_relaxed);
+		*popped = r->pos == r->end;
+		if (*popped)
+			pop_head(s);
+		pthread_mutex_unlock(&s->lock);
+		return r;
+	}
+}
+
+/* ---- slots and copies ---------------------------------------------------- */
+
+static bool slots_ready(struct ods_stage_worker *w)
+{
+	struct ods_stage *s = w->s;
+	if (w->slots)
+		return true;
+	if (w->slots_failed)
+		return false;
+	size_t n = (size_t)s->p.depth * s->p.chunk;
+	char *p = NULL;
+	w->slots_pinned = s->accel->pinned_alloc && (p = s->accel->pinned_alloc(n));
+	if (!p) {
+		/* no accelerator pinning (or it failed): plain pages still work,
+		 * the accelerator's copies from them are just slower */
+		void *m = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		p = m == MAP_FAILED ? NULL : m;
+	}
+	if (!p) {
+		w->slots_failed = true;
+		return false;
+	}
+	w->slots = p;
+	if (s->mv->slots_added)
+		s->mv->slots_added(w->ctx, p, s->p.chunk, s->p.depth);
+	return true;
+}
+
+static void slots_free(struct ods_stage_worker *w)
+{
+	struct ods_stage *s = w->s;
+	if (!w->slots)
+		return;
+	size_t n = (size_t)s->p.depth * s->p.chunk;
+	if (s->mv->slots_removed)
+		s->mv->slots_removed(w->ctx);
+	if (w->slots_pinned)
+		s->accel->pinned_free(w->slots, n);
+	else
+		munmap(w->slots, n);
+	w->slots = NULL;
+}
+
+char *ods_stage_slot(struct ods_stage_unit *u)
+{
+	struct ods_stage_worker *w = u->w;
+	if (!slots_ready(w))
+		return NULL;
+	return w->slots + (size_t)u->idx * w->s->p.chunk;
+}
+
+/* Start the copy of a unit; completion is asked with copy_poll. */
+static int copy_start(struct ods_stage_unit *u, void *dst, const void *src, size_t n, bool to_dev)
+{
+	struct ods_stage_worker *w = u->w;
+	const struct ods_accel *a = w->s->accel;
+	if (w->lane) {
+		int rc = to_dev ? a->copy_to_device_async(w->lane, dst, src, n)
+				: a->copy_to_host_async(w->lane, dst, src, n);
+		return rc ? rc : a->fence_record(w->lane, u->idx);
+	}
+	u->cp_dst = dst;
+	u->cp_src = src;
+	u->cp_n = n;
+	u->cp_to_dev = to_dev;
+	u->cp_polls = 0;
+	return 0;
+}
+
+/* 1 done, 0 not yet, or a negated OPENDS_* code. */
+static int copy_poll(struct ods_stage_unit *u, bool wait)
+{
+	struct ods_stage_worker *w = u->w;
+	const struct ods_accel *a = w->s->accel;
+	if (w->lane) {
+		if (!wait)
+			return a->fence_query(w->lane, u->idx);
+		int rc = a->fence_wait(w->lane, u->idx);
+		return rc ? rc : 1;
+	}
+	if (!wait && u->cp_polls++ == 0)
+		return 0; /* see the header: the pipeline must cope with "not yet" */
+	int rc = u->cp_to_dev ? a->copy_to_device(u->cp_dst, u->cp_src, u->cp_n)
+			      : a->copy_to_host(u->cp_dst, u->cp_src, u->cp_n);
+	return rc ? -rc : 1;
+}
+
+/* ---- the unit state machine ------------------------------------------------ */
+
+static void unit_free(struct ods_stage_unit *u)
+{
+	struct ods_stage_worker *w = u->w;
+	u->state = U_FREE;
+	u->next_free = w->free_list;
+	w->free_list = u;
+	w->nfree++;
+}
+
+/* u leaves the engine's bookkeeping of units in the mover */
+static void io_over(struct ods_stage_unit *u)
+{
+	if (u->state == U_IO) {
+		u->w->nio--;
+		u->state = U_HELD;
+	}
+}
+
+void ods_stage_end(struct ods_stage_unit *u, long res)
+{
+	struct ods_stage_req *r = u->r;
+	io_over(u);
+	if (r == u->w->held_r)
+		u->w->held_n--;
+	if (res < 0)
+		note_err(r, res);
+	unit_free(u);
+	req_put(r);
+}
+
+static void start_copy_stage(struct ods_stage_unit *u, void *dst, const void *src, size_t n, bool to_dev)
+{
+	int rc = copy_start(u, dst, src, n, to_dev);
+	if (rc) {
+		ods_stage_end(u, -rc);
+		return;
+	}
+	u->state = U_COPY;
+	u->w->ncopy++;
+}
+
+static void to_mover(struct ods_stage_unit *u)
+{
+	u->state = U_IO;
+	u->w->nio++;
+	if (u->r->io->opcode == OPENDS_READ)
+		u->w->s->mv->read(u);
+	else
+		u->w->s->mv->write(u);
+}
+
+void ods_stage_read_done(struct ods_stage_unit *u)
+{
+	struct ods_stage_req *r = u->r;
+	struct ods_io *io = r->io;
+	io_over(u);
+	off_t have = u->io_off + (off_t)u->io_done;
+	off_t stop = have < u->c1 ? have : u->c1;
+	size_t got = stop > u->c0 ? (size_t)(stop - u->c0) : 0;
+	if (got < (size_t)(u->c1 - u->c0))
+		note_short(r, u->c0 + (off_t)got);
+	if (!u->slot || !got) {
+		ods_stage_end(u, 0);
+		return;
+	}
+	char *src = u->io_buf + (u->c0 - u->io_off);
+	char *dst = io->buf + (u->c0 - io->off);
+	if (io->mem == ODS_MEM_HOST) {
+		memcpy(dst, src, got);
+		ods_stage_end(u, 0);
+		return;
+	}
+	start_copy_stage(u, dst, src, got, true);
+}
+
+static void start_write(struct ods_stage_unit *u)
+{
+	struct ods_io *io = u->r->io;
+	char *src = io->buf + (u->c0 - io->off);
+	size_t n = (size_t)(u->c1 - u->c0);
+	u->io_off = u->c0;
+	u->io_len = n;
+	if (io->mem == ODS_MEM_HOST) {
+		u->slot = false;
+		u->io_buf = src;
+		to_mover(u);
+		return;
+	}
+	if (!(u->io_buf = ods_stage_slot(u))) {
+		ods_stage_end(u, -ENOMEM);
+		return;
+	}
+	u->slot = true;
+	start_copy_stage(u, u->io_buf, src, n, false);
+}
+
+static void start_chunk(struct ods_stage_worker *w, struct ods_stage_req *r, off_t c0, off_t c1, bool more)
+{
+	struct ods_stage_unit *u = w->free_list;
+	w->free_list = u->next_free;
+	w->nfree--;
+	u->r = r;
+	u->c0 = c0;
+	u->c1 = c1;
+	u->more = more;
+	u->io_buf = NULL;
+	u->io_off = c0;
+	u->io_len = 0;
+	u->io_done = 0;
+	u->slot = false;
+	if (r->delegate) {
+		ssize_t res = w->s->mv->rw_whole(r->io);
+		if (res >= 0 && r->io->opcode == OPENDS_READ && (size_t)res < r->io->size)
+			note_short(r, r->io->off + (off_t)res);
+		ods_stage_end(u, res < 0 ? (long)res : 0);
+		return;
+	}
+	if (r->io->opcode == OPENDS_READ)
+		to_mover(u);
+	else
+		start_write(u);
+}
+
+/* ---- completions from other threads --------------------------------------- */
+
+static void wake_worker(struct ods_stage_worker *w)
+{
+	const struct ods_mover *m = w->s->mv;
+	if (m->wake) {
+		m->wake(w->ctx);
+		return;
+	}
+	atomic_fetch_add_explicit(&w->wake_seq, 1, memory_order_release);
+	syscall(SYS_futex, &w->wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+void ods_stage_post(struct ods_stage_unit *u, long res)
+{
+	struct ods_stage_worker *w = u->w;
+	u->post_res = res;
+	struct ods_stage_unit *old = atomic_load_explicit(&w->posted, memory_order_relaxed);
+	do
+		atomic_store_explicit(&u->post_next, old, memory_order_relaxed);
+	while (!atomic_compare_exchange_weak_explicit(&w->posted, &old, u, memory_order_release,
+						      memory_order_relaxed));
+	wake_worker(w);
+}
+
+static bool take_posted(struct ods_stage_worker *w)
+{
+	if (!atomic_load_explicit(&w->posted, memory_order_relaxed))
+		return false;
+	struct ods_stage_unit *u = atomic_exchange_explicit(&w->posted, NULL, memory_order_acquire), *rev = NULL;
+	while (u) { /* oldest first */
+		struct ods_stage_unit *n = atomic_load_explicit(&u->post_next, memory_order_relaxed);
+		atomic_store_explicit(&u->post_next, rev, memory_order_relaxed);
+		rev = u;
+		u = n;
+	}
+	while (rev) {
+		struct ods_stage_unit *n = atomic_load_explicit(&rev->post_next, memory_order_relaxed);
+		w->s->mv->complete(rev, rev->post_res);
+		rev = n;
+	}
+	return true;
+}
+
+/* ---- the worker loop ------------------------------------------------------- */
+
+static bool poll_copies(struct ods_stage_worker *w, bool wait_one)
+{
+	bool any = false;
+	for (unsigned i = 0; i < w->s->p.depth && w->ncopy; i++) {
+		struct ods_stage_unit *u = &w->units[i];
+		if (u->state != U_COPY)
+			continue;
+		int q = copy_poll(u, wait_one && !any);
+		if (q == 0)
+			continue;
+		any = true;
+		w->ncopy--;
+		u->state = U_HELD;
+		if (q < 0)
+			ods_stage_end(u, q);
+		else if (u->r->io->opcode == OPENDS_READ)
+			ods_stage_end(u, 0);
+		else
+			to_mover(u); /* the slot holds the data: write it */
+	}
+	return any;
+}
+
+static bool mover_full(struct ods_stage_worker *w)
+{
+	return w->s->mv->full && w->s->mv->full(w->ctx);
+}
+
+static bool fill(struct ods_stage_worker *w)
+{
+	struct ods_stage *s = w->s;
+	bool any = false;
+	off_t c0, c1;
+	bool popped;
+	struct ods_stage_req *r;
+	w->declined = false;
+	while (w->nfree) {
+		if (mover_full(w)) {
+			/* leave the rest to other workers; completions wake this one */
+			w->declined = true;
+			break;
+		}
+		if (!(r = take_chunk(w, &c0, &c1, &popped)))
+			break;
+		bool more = atomic_load_explicit(&s->queued, memory_order_relaxed) != 0;
+		start_chunk(w, r, c0, c1, more);
+		if (popped)
+			req_put(r);
+		any = true;
+	}
+	return any;
+}
+
+static double now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
+
+/* Block until a wake (or a completion the mover reports), or timeout_ns. */
+static void worker_wait(struct ods_stage_worker *w, unsigned seq, long timeout_ns)
+{
+	const struct ods_mover *m = w->s->mv;
+	if (m->wait) {
+		m->wait(w->ctx, timeout_ns);
+		return;
+	}
+	struct timespec ts = { timeout_ns / 1000000000L, timeout_ns % 1000000000L };
+	syscall(SYS_futex, &w->wake_seq, FUTEX_WAIT_PRIVATE, seq, timeout_ns < 0 ? NULL : &ts, NULL, 0);
+}
+
+static void *worker_main(void *arg)
+{
+	struct ods_stage_worker *w = arg;
+	struct ods_stage *s = w->s;
+	const struct ods_accel *a = s->accel;
+	const struct ods_mover *m = s->mv;
+	ods_pin_worker(s->cfg, w->idx);
+	/* Without a context the lane cannot be made; copies then run
+	 * synchronously (recorded), which is slower but correct. */
+	if ((!a->thread_attach || a->thread_attach() == 0) && async_copies(a))
+		w->lane = a->lane_create(s->p.depth);
+	/* With a real accelerator, pin the slots now: registering memory
+	 * later, while a caller's stream waits on an operation of ours, could
+	 * meet an implicit device synchronisation; and the first transfer
+	 * should not pay for it. Without one, slots come on first use. */
+	if (a->pinned_alloc)
+		slots_ready(w);
+	pthread_mutex_lock(&s->lock);
+	s->ready++;
+	pthread_cond_broadcast(&s->ready_cv);
+	pthread_mutex_unlock(&s->lock);
+	bool spinning = false;
+	double spin_t0 = 0;
+	for (;;) {
+		unsigned seq = atomic_load_explicit(&w->wake_seq, memory_order_acquire);
+		bool progress = fill(w);
+		if (m->reap)
+			progress |= m->reap(w->ctx);
+		progress |= take_posted(w);
+		if (w->ncopy)
+			progress |= poll_copies(w, false);
+		if (progress) {
+			spinning = false;
+			continue;
+		}
+		if (atomic_load(&s->stop) && w->nfree == s->p.depth && !atomic_load(&s->queued))
+			break;
+		if (w->ncopy) {
+			if (!w->nio) {
+				poll_copies(w, true); /* only copies left: block on one */
+			} else {
+				/* I/O and copies: the next copy of a chunk takes tens
+				 * of microseconds; look again after about that */
+				worker_wait(w, seq, 20000);
+			}
+			continue;
+		}
+		if (s->p.spin_us) {
+			if (!spinning) {
+				spinning = true;
+				spin_t0 = now_us();
+			}
+			if (s->p.spin_us < 0 || now_us() - spin_t0 < (double)s->p.spin_us) {
+				ods_cpu_relax();
+				continue;
+			}
+		}
+		/* Sleep until the mover reports or a submitter wakes us.
+		 * Dekker handshake with ods_stage_submit: sleeping is published
+		 * before looking at the queue, the queue before looking at
+		 * sleeping. */
+		if (w->nfree && !mover_full(w)) {
+			/* a worker that declined the head request holds chunks of
+			 * it, and their completions wake it (one the mover calls
+			 * full is not free: it waits for those) */
+			atomic_store(&w->sleeping, 1);
+			if ((atomic_load(&s->queued) && !w->declined) || atomic_load(&s->stop) ||
+			    atomic_load(&w->posted)) {
+				atomic_store(&w->sleeping, 0);
+				continue;
+			}
+		}
+		worker_wait(w, seq, -1);
+		atomic_store(&w->sleeping, 0);
+		spinning = false;
+	}
+	slots_free(w);
+	if (w->lane)
+		a->lane_destroy(w->lane);
+	w->lane = NULL;
+	if (a->thread_detach)
+		a->thread_detach();
+	return NULL;
+}
+
+/* ---- submit, open, close ----------------------------------------------------- */
+
+static void wake_workers(struct ods_stage *s, unsigned n)
+{
+	unsigned start = atomic_fetch_add_explicit(&s->wake_rr, 1, memory_order_relaxed);
+	for (unsigned i = 0; i < s->p.threads && n; i++) {
+		struct ods_stage_worker *w = &s->w[(start + i) % s->p.threads];
+		if (atomic_load_explicit(&w->sleeping, memory_order_relaxed) && atomic_exchange(&w->sleeping, 0)) {
+			wake_worker(w);
+			n--;
+		}
+	}
+}
+
+void ods_stage_submit(struct ods_stage *s, struct ods_io *io, bool may_block)
+{
+	struct ods_stage_req *r = calloc(1, sizeof(*r));
+	if (!r) {
+		ods_io_complete(io, -ENOMEM);
+		return;
+	}
+	r->io = io;
+	r->pos = io->off;
+	r->end = io->off + (off_t)io->size;
+	r->fsize = -1;
+	if (s->mv->req_init(r)) {
+		free(r);
+		ods_io_complete(io, 0);
+		return;
+	}
+	atomic_init(&r->pending, 1);
+	atomic_init(&r->short_at, (long long)r->end);
+	atomic_init(&r->err, 0);
+	size_t chunks = chunk_count(s, r);
+
+	pthread_mutex_lock(&s->lock);
+	while (may_block && s->nreq >= s->cap)
+		pthread_cond_wait(&s->room, &s->lock);
+	/* A worker's share of this request grows with the requests queued
+	 * before it: alone, it is spread over every worker; behind others
+	 * (several callers at once), each worker may keep whole requests,
+	 * which saves the hand-offs between workers. */
+	size_t share = (chunks * (s->nreq + 1) + s->p.threads - 1) / s->p.threads;
+	r->share = share > UINT_MAX ? UINT_MAX : (unsigned)share;
+	if (s->tail)
+		s->tail->next = r;
+	else
+		s->head = r;
+	s->tail = r;
+	s->nreq++;
+	atomic_fetch_add(&s->queued, 1);
+	pthread_mutex_unlock(&s->lock);
+	wake_workers(s, chunks < s->p.threads ? (unsigned)chunks : s->p.threads);
+}
+
+static void stop_workers(struct ods_stage *s)
+{
+	atomic_store(&s->stop, true);
+	for (unsigned i = 0; i < s->started; i++)
+		wake_worker(&s->w[i]);
+	for (unsigned i = 0; i < s->started; i++)
+		pthread_join(s->w[i].tid, NULL);
+	for (unsigned i = 0; i < s->p.threads; i++) {
+		struct ods_stage_worker *w = &s->w[i];
+		if (w->ctx)
+			s->mv->worker_close(w->ctx);
+		free(w->units);
+	}
+	free(s->w);
+	pthread_cond_destroy(&s->room);
+	pthread_cond_destroy(&s->ready_cv);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}
+
+int ods_stage_open(struct ods_stage **out, const struct ods_stage_params *p, const struct ods_mover *m,
+		   const struct ods_config *cfg, const struct ods_accel *accel)
+{
+	int rc;
+	struct ods_stage *s = calloc(1, sizeof(*s));
+	if (!s)
+		return ods_fail(OPENDS_NOMEM_ERROR, "%s: out of memory", m->name);
+	s->mv = m;
+	s->accel = accel;
+	s->cfg = cfg;
+	s->p = *p;
+	s->cap = p->threads * p->depth;
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->room, NULL);
+	pthread_cond_init(&s->ready_cv, NULL);
+	s->w = calloc(p->threads, sizeof(*s->w));
+	if (!s->w) {
+		pthread_cond_destroy(&s->room);
+		pthread_cond_destroy(&s->ready_cv);
+		pthread_mutex_destroy(&s->lock);
+		free(s);
+		return ods_fail(OPENDS_NOMEM_ERROR, "%s: out of memory", m->name);
+	}
+	for (unsigned i = 0; i < p->threads; i++) {
+		struct ods_stage_worker *w = &s->w[i];
+		w->s = s;
+		w->idx = i;
+		w->units = calloc(p->depth, sizeof(*w->units));
+		if (!w->units) {
+			rc = ods_fail(OPENDS_NOMEM_ERROR, "%s: out of memory", m->name);
+			goto fail;
+		}
+		for (unsigned k = p->depth; k > 0; k--) {
+			struct ods_stage_unit *u = &w->units[k - 1];
+			u->w = w;
+			u->idx = k - 1;
+			u->next_free = w->free_list;
+			w->free_list = u;
+		}
+		w->nfree = p->depth;
+		if ((rc = m->worker_open(s, i, &w->ctx)))
+			goto fail;
+	}
+	for (unsigned i = 0; i < p->threads; i++) {
+		if (pthread_create(&s->w[i].tid, NULL, worker_main, &s->w[i])) {
+			rc = ods_fail(OPENDS_INTERNAL_ERROR, "%s: could not start %u worker threads (OPENDS_IO_THREADS)",
+				      m->name, p->threads);
+			goto fail;
+		}
+		s->started++;
+	}
+	/* Open returns with the engine ready: pinning the slots takes tens of
+	 * milliseconds per worker, which belongs to the open (as with cuFile)
+	 * rather than to the first transfers. */
+	pthread_mutex_lock(&s->lock);
+	while (s->ready < s->started)
+		pthread_cond_wait(&s->ready_cv, &s->lock);
+	pthread_mutex_unlock(&s->lock);
+	*out = s;
+	return 0;
+fail:
+	stop_workers(s);
+	return rc;
+}
+
+void ods_stage_close(struct ods_stage *s)
+{
+	/* The core has drained streams and batches; futures may still be in
+	 * flight: workers leave only when the queue is empty and every unit
+	 * is free. */
+	stop_workers(s);
+}
