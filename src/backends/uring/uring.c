@@ -92,7 +92,7 @@
  * threads (drop-in): 0.65-0.74x the pinned copy ceiling without the
  * limit, 0.80-0.83 at 3 per worker, 0.81-0.84 at 2 (the kernel workers)
  * in 14 of 15 runs; one thread reading 1 GiB per call: 0.78-0.79
- * without, 0.82 with (bench/results/2026-11-29-h200-d/NOTES.md). */
+ * without, 0.82 with (bench/results/2026-11-29-h200-d86181c/NOTES.md). */
 #define HOT_ASYNC_MIN ((size_t)256 << 10)
 /* An idle worker spins this long before sleeping: a caller issuing
  * synchronous reads back to back submits the next one within a few
