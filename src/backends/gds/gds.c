@@ -364,14 +364,19 @@ static void bind_context(const void *p)
 {
 	if (!cu.cuCtxGetCurrent)
 		return;
-	void *cur = NULL;
+	/* The buffer's own context first: with several GPUs, the context
+	 * current on this thread (or the one thread_attach makes current)
+	 * may be another device's. */
+	void *ctx = NULL, *cur = NULL;
+	if (cu.cuPointerGetAttribute(&ctx, CU_POINTER_ATTRIBUTE_CONTEXT, (unsigned long long)(uintptr_t)p) == 0 && ctx) {
+		if (cu.cuCtxGetCurrent(&cur) != 0 || cur != ctx)
+			cu.cuCtxSetCurrent(ctx);
+		return;
+	}
 	if (cu.cuCtxGetCurrent(&cur) == 0 && cur)
 		return;
-	if (gds_accel && gds_accel->thread_attach && gds_accel->thread_attach() == 0)
-		return;
-	void *ctx = NULL;
-	if (cu.cuPointerGetAttribute(&ctx, CU_POINTER_ATTRIBUTE_CONTEXT, (unsigned long long)(uintptr_t)p) == 0 && ctx)
-		cu.cuCtxSetCurrent(ctx);
+	if (gds_accel && gds_accel->thread_attach)
+		gds_accel->thread_attach();
 }
 
 /* [buf, buf+size) at off through cuFile; base/boff address a range cuFile
