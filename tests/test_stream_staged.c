@@ -10,7 +10,7 @@
  *  - a read and a write of many more pieces than slots, at unaligned file
  *    and buffer offsets;
  *  - a read reaching past EOF: the result stops at EOF and the buffer past
- *    it keeps its bytes;
+ *    it keeps its bytes (also one large enough for the large pieces);
  *  - values changed after the call and before the stream reaches the op:
  *    the new values are used, and the bytes of the range planned from the
  *    old ones that the new ones do not cover keep their bytes;
@@ -57,7 +57,10 @@ static void past_eof(opends_stream_t s)
 		off_t foff;
 		size_t size;
 	} c[] = { { (off_t)(F - 8 * T_MiB - 3), 8 * T_MiB + 100 }, { (off_t)(F - 5 * T_MiB + 7), 17 * T_MiB + 1 },
-		  { (off_t)F - 1, 9 * T_MiB }, { (off_t)F + 10, 5 * T_MiB } };
+		  { (off_t)F - 1, 9 * T_MiB }, { (off_t)F + 10, 5 * T_MiB },
+		  /* 256 MiB and more move in 16 MiB pieces, 16 slots: seventeen
+		   * pieces, the last nine wholly past EOF */
+		  { 7, 270 * T_MiB + 5 } };
 	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
 		uint8_t *buf = t_xmalloc(c[i].size + 3);
 		struct sop a = { c[i].size, c[i].foff, 3, SENT };

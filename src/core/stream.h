@@ -1,11 +1,14 @@
 /*
  * Stream-ordered I/O inside the core: what the public calls (stream.c)
  * share with the two engines that run them. Calls run one way: stream.c ->
- * an engine (stream_accel.c or stream_host.c) -> this header.
+ * an engine (stream_accel.c or stream_host.c) -> stream_dispatch.c -> this
+ * header.
  *  - stream_accel.c: on the accelerator's own streams, when the layer has
  *    stream hooks (cuda, and hostdev's simulated streams); each operation
  *    is a run of commands queued on the caller's stream
  *    (docs/stream-ordering.md).
+ *    stream_dispatch.c holds what it runs on (a dispatcher thread, a
+ *    staging pool).
  *  - stream_host.c: on library-owned host queues, what a stream is when
  *    there is no accelerator stream to order against.
  * The engine is chosen once, when the driver opens (ods_streams_init).
@@ -53,6 +56,32 @@ struct ods_stream_engine {
 	opends_error_t (*enqueue)(const char *fn, const struct ods_sargs *a, opends_stream_t stream);
 	opends_error_t (*sync)(opends_stream_t stream);
 };
+
+/* ---- what the accelerator engine runs on (stream_dispatch.c) ---------- */
+
+/* Work for the dispatcher thread; embedded in what it belongs to. */
+struct ods_task {
+	struct ods_task *next;
+	void (*run)(struct ods_task *t);
+};
+/* Start the dispatcher once (later calls do nothing): it runs posted
+ * tasks and, between them, poll(): > 0 when a counter moved, 0 when none
+ * did, < 0 when there is nothing to watch. 0 or an OPENDS_* code. */
+int ods_dispatch_start(int (*poll)(void));
+/* Queue a task (any thread, host functions included: never waits long). */
+void ods_dispatch_post(void *task);
+/* Something a poll watches will move soon: poll again without delay. */
+void ods_dispatch_kick(void);
+/* Run what is posted and poll until nothing is watched, then stop. */
+void ods_dispatch_stop(void);
+
+/* Pinned staging of at least n bytes (at most ODS_STAGE_MAX), from a pool
+ * kept until the driver closes; *cls says which class to give it back to.
+ * NULL when out of memory. */
+#define ODS_STAGE_MAX ((size_t)256 << 20)
+void *ods_staging_get(size_t n, unsigned *cls);
+void ods_staging_put(void *p, unsigned cls);
+void ods_staging_fini(void); /* after every operation ended */
 
 extern const struct ods_stream_engine ods_stream_accel; /* stream_accel.c */
 extern const struct ods_stream_engine ods_stream_host;  /* stream_host.c */

@@ -4,23 +4,38 @@
  * a run of commands queued on the caller's stream, so that nothing the
  * stream waits for depends on device work queued anywhere else
  * (docs/stream-ordering.md). A device buffer moves through pinned staging
- * in pieces: a host function begins the operation and starts the file
- * reads of the first pieces into staging slots; for each piece a gate
- * holds the stream until it is read, a copy on the stream moves it into
- * the buffer, and a counter the stream writes tells the dispatcher that
- * the slot is free for a later piece. Up to SLOTS pieces are in flight. A
- * host buffer needs no copies: one host function and one gate.
+ * in pieces: file reads fill staging slots; for each piece a gate holds
+ * the stream until it is read, a copy on the stream moves it into the
+ * buffer, and a counter the stream writes tells the dispatcher
+ * (stream_dispatch.c) that the slot is free for a later piece.
+ *  - Arguments read when the stream gets there (the default): the stream
+ *    first writes "reached" into the operation's counter; the dispatcher
+ *    sees it, reads the arguments and starts the first pieces.
+ *  - Arguments fixed at the call (the stream is registered with every
+ *    OPENDS_STREAM_FIXED_* flag): reads start at the call, and only the
+ *    copies wait for the stream.
+ * No host function runs per staged operation. A host buffer needs no
+ * copies: one host function begins it and one gate holds the stream.
  */
 #include <limits.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "stream.h"
 
-#define PIECE ((size_t)4 << 20) /* a staged operation moves in pieces of this */
-#define SLOTS 32u               /* pieces in flight per operation */
+/* Pieces and slots (pieces in flight) per operation: larger pieces for
+ * large operations, so the stream waits on fewer gates. */
+#define PIECE ((size_t)4 << 20)
+#define SLOTS 32u
+#define BIG_OP ((size_t)256 << 20)
+#define BIG_PIECE ((size_t)16 << 20)
+#define BIG_SLOTS 16u
+_Static_assert(SLOTS * PIECE <= ODS_STAGE_MAX && BIG_SLOTS * BIG_PIECE <= ODS_STAGE_MAX, "staging fits a class");
+
+#define FIXED_ARGS \
+	(OPENDS_STREAM_FIXED_BUF_OFFSET | OPENDS_STREAM_FIXED_FILE_OFFSET | OPENDS_STREAM_FIXED_FILE_SIZE)
 
 /* What the library knows of an accelerator stream: whether it made it,
  * and the registration hints. A small array: programs use few streams. */
@@ -73,168 +88,21 @@ static void ainflight_add(int d)
 	pthread_mutex_unlock(&astreams_lock);
 }
 
-/* -- the dispatcher: runs what the streams' host functions start, and
- * watches the counters of staged operations. Host functions run on the
- * accelerator's callback thread, which may neither call the accelerator
- * nor wait; they only queue a task here. -- */
-
-struct task {
-	struct task *next;
-	void (*run)(struct task *t);
-};
-
-static struct {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	struct task *head, *tail;
-	bool started, stop;
-	pthread_t th;
-} D = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, NULL, false, false, 0 };
-
-static void on_stream(void *arg)
+/* Whether the values behind an operation's pointers may be read at the
+ * call: its stream is registered as keeping all of them fixed. */
+static bool astream_fixed(void *s)
 {
-	struct task *t = arg;
-	t->next = NULL;
-	pthread_mutex_lock(&D.lock);
-	if (D.tail)
-		D.tail->next = t;
-	else
-		D.head = t;
-	D.tail = t;
-	pthread_cond_signal(&D.cond);
-	pthread_mutex_unlock(&D.lock);
+	pthread_mutex_lock(&astreams_lock);
+	struct astream *a = astream_find(s, false);
+	bool fixed = a && a->registered && (a->flags & FIXED_ARGS) == FIXED_ARGS;
+	pthread_mutex_unlock(&astreams_lock);
+	return fixed;
 }
 
-struct aop;
-static struct aop *watch; /* staged operations the dispatcher watches (its own) */
-static bool poll_watch(void);
-
-static void *dispatcher(void *arg)
-{
-	(void)arg;
-	const struct ods_accel *acc = ods_drv.accel;
-	bool attached = acc->thread_attach && acc->thread_attach() == 0;
-	long delay_ns = 0;
-	pthread_mutex_lock(&D.lock);
-	for (;;) {
-		while (!D.head && !D.stop && !watch)
-			pthread_cond_wait(&D.cond, &D.lock);
-		struct task *t = D.head;
-		if (t) {
-			D.head = t->next;
-			if (!D.head)
-				D.tail = NULL;
-			pthread_mutex_unlock(&D.lock);
-			t->run(t);
-			pthread_mutex_lock(&D.lock);
-			continue;
-		}
-		if (!watch)
-			break; /* stopping, nothing in flight */
-		pthread_mutex_unlock(&D.lock);
-		bool moved = poll_watch();
-		pthread_mutex_lock(&D.lock);
-		/* While counters move, look again at once; while they do not
-		 * (a stream held elsewhere), back off to half a millisecond. A
-		 * new task wakes the wait early. */
-		delay_ns = moved ? 0 : delay_ns ? (delay_ns * 2 < 500000 ? delay_ns * 2 : 500000) : 10000;
-		if (delay_ns && !D.head) {
-			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += delay_ns;
-			if (ts.tv_nsec >= 1000000000) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000;
-			}
-			pthread_cond_timedwait(&D.cond, &D.lock, &ts);
-		}
-	}
-	pthread_mutex_unlock(&D.lock);
-	if (attached && acc->thread_detach)
-		acc->thread_detach();
-	return NULL;
-}
-
-static int dispatcher_start(void)
-{
-	pthread_mutex_lock(&D.lock);
-	int rc = 0;
-	if (!D.started) {
-		D.stop = false;
-		if (pthread_create(&D.th, NULL, dispatcher, NULL))
-			rc = ods_fail(OPENDS_INTERNAL_ERROR, "could not start the stream dispatcher thread");
-		else
-			D.started = true;
-	}
-	pthread_mutex_unlock(&D.lock);
-	return rc;
-}
-
-static void dispatcher_stop(void)
-{
-	pthread_mutex_lock(&D.lock);
-	bool started = D.started;
-	D.stop = true;
-	pthread_cond_broadcast(&D.cond);
-	pthread_mutex_unlock(&D.lock);
-	if (started)
-		pthread_join(D.th, NULL); /* runs what is queued first */
-	D.started = D.stop = false;
-}
-
-/* -- staging: pinned buffers kept for reuse until the driver closes (an
- * unregistration may wait for the device, which a held stream can keep
- * busy). Classes are powers of two from 64 KiB to SLOTS * PIECE. -- */
-
-#define NCLASS 12
-_Static_assert(((size_t)65536 << (NCLASS - 1)) >= SLOTS * PIECE, "a class holds the largest staging");
-static struct {
-	pthread_mutex_t lock;
-	void *free[NCLASS]; /* linked through each buffer's first word */
-} P = { PTHREAD_MUTEX_INITIALIZER, { NULL } };
-
-static size_t class_size(unsigned c)
-{
-	return (size_t)65536 << c;
-}
-
-static void *stage_get(size_t n, unsigned *cls)
-{
-	unsigned c = 0;
-	while (class_size(c) < n)
-		c++;
-	pthread_mutex_lock(&P.lock);
-	void *p = P.free[c];
-	if (p)
-		P.free[c] = *(void **)p;
-	pthread_mutex_unlock(&P.lock);
-	if (!p)
-		p = ods_drv.accel->pinned_alloc ? ods_drv.accel->pinned_alloc(class_size(c))
-						: ods_aligned_alloc(class_size(c));
-	*cls = c;
-	return p;
-}
-
-static void stage_put(void *p, unsigned c)
-{
-	pthread_mutex_lock(&P.lock);
-	*(void **)p = P.free[c];
-	P.free[c] = p;
-	pthread_mutex_unlock(&P.lock);
-}
-
-static void stage_fini(void)
-{
-	for (unsigned c = 0; c < NCLASS; c++)
-		for (void *p = P.free[c], *n; p; p = n) {
-			n = *(void **)p;
-			if (ods_drv.accel->pinned_free)
-				ods_drv.accel->pinned_free(p, class_size(c));
-			else
-				free(p);
-		}
-	memset(P.free, 0, sizeof(P.free));
-}
+/* Stream writes enqueued and not yet ended: while there are any, no read
+ * starts before its stream gets there, so it cannot overtake a write
+ * queued ahead of it on some stream. */
+static atomic_uint awrites;
 
 /* -- operations -- */
 
@@ -250,52 +118,68 @@ struct piece {
 };
 
 /* An operation on an accelerator stream. The plan (pieces, copies) is
- * made at the call from the values behind the pointers then; when the
- * stream reaches it they are read again. If they differ (or the file got
- * shorter than planned, or they are now invalid), the operation runs the
- * general way instead: the backend moves the bytes itself, and each piece
- * then snapshots the device range into its slot, so the planned copies
- * write back what is already there ("mirror"). Host buffers have no plan:
- * always the general way, one piece of no bytes. */
+ * made at the call from the values behind the pointers then. Unless they
+ * are fixed, they are read again when the stream reaches it; if they
+ * differ (or the file got shorter than planned, or they are now invalid),
+ * the operation runs the general way instead: the backend moves the bytes
+ * itself, and each piece then snapshots the device range into its slot,
+ * so the planned copies write back what is already there ("mirror"). Host
+ * buffers have no plan: always the general way, one piece of no bytes. */
 struct aop {
 	struct ods_sargs a;
-	struct ods_io io;    /* validated when the stream reached it */
-	struct task begin;   /* its host function's task */
-	void *progress;      /* staged: the stream writes i + 1 after piece i's copy */
-	unsigned seen;       /* the counter as the dispatcher last read it */
-	unsigned started;    /* pieces started */
-	struct aop *wnext;   /* the dispatcher's watch list */
-	atomic_bool detached; /* could not be queued whole: no longer watched */
-	char *dev;           /* planned device range */
+	struct ods_io io;     /* validated: at the call (fixed) or when reached */
+	struct ods_task task; /* the host function's (no plan), or the hand-over
+				 to the dispatcher (staged) */
+	void *progress;       /* staged: the stream writes base + i + 1 after
+				 piece i's copy */
+	unsigned base;        /* 1: the stream writes 1 when it reaches the op
+				 (arguments read then); 0: read at the call */
+	unsigned seen;        /* the counter as the dispatcher last read it */
+	unsigned started;     /* pieces started */
+	bool begun;           /* arguments read, first pieces started */
+	atomic_int queued;    /* no plan: 0 queueing, 1 queued whole, 2 cut */
+	struct aop *wnext;    /* the dispatcher's watch list; the quarantine */
+	char *dev;            /* planned device range */
 	size_t size0;
 	off_t boff0;
-	size_t valid0;       /* reads: planned bytes inside the file */
-	char *stage;         /* NULL: no plan */
+	size_t valid0;        /* reads: planned bytes inside the file */
+	char *stage;          /* NULL: no plan */
 	unsigned cls;
-	unsigned n, k;       /* pieces; slots */
-	size_t slot;         /* bytes per slot */
+	unsigned n, k;        /* pieces; slots */
+	unsigned nq;          /* pieces whose waits are on the stream */
+	size_t piece, slot;   /* bytes per piece; per slot */
 	pthread_mutex_t lock;
 	bool mirror, general_done;
 	struct piece *waiting;
-	ssize_t result;      /* the general operation's */
+	ssize_t result;       /* the general operation's */
 	atomic_uint finished;
-	atomic_uint refs;    /* the caller enqueuing it; the stream's end */
+	atomic_uint refs;     /* the caller enqueuing it; the stream's end */
 	atomic_llong short_at; /* reads: lowest op offset where data ended */
 	atomic_long err;
 	struct piece p[];
 };
+
+static struct aop *watch;      /* staged operations the dispatcher watches (its own) */
+static struct aop *quarantine; /* cut operations (astreams_lock): kept, never reused */
 
 static char *slot_of(struct aop *op, unsigned idx)
 {
 	return op->stage + (size_t)(idx % op->k) * op->slot;
 }
 
+static char *dev_of(struct aop *op, unsigned idx)
+{
+	return op->dev + (size_t)idx * op->piece;
+}
+
 static void op_free(struct aop *op)
 {
 	if (op->stage)
-		stage_put(op->stage, op->cls);
+		ods_staging_put(op->stage, op->cls);
 	if (op->progress)
 		ods_drv.accel->counter_put(op->progress);
+	if (op->a.opcode == OPENDS_WRITE)
+		atomic_fetch_sub(&awrites, 1);
 	pthread_mutex_destroy(&op->lock);
 	free(op);
 }
@@ -318,8 +202,10 @@ static void piece_finish(struct aop *op, struct piece *pc)
 	unsigned n = op->n; /* op may be gone once the count is bumped */
 	if (pc->idx != n - 1)
 		ods_drv.accel->gate_open(pc->gate);
-	if (atomic_fetch_add(&op->finished, 1) + 1 != n)
+	if (atomic_fetch_add(&op->finished, 1) + 1 != n) {
+		ods_dispatch_kick(); /* a copy can run: its counter moves soon */
 		return;
+	}
 	ssize_t r;
 	if (op->mirror)
 		r = op->result;
@@ -334,6 +220,8 @@ static void piece_finish(struct aop *op, struct piece *pc)
 	ods_drv.accel->gate_open(op->p[op->n - 1].gate);
 	if (!staged)
 		op_put(op);
+	else
+		ods_dispatch_kick();
 }
 
 /* Mirror mode: the general operation is over; the slot gets what the
@@ -341,7 +229,7 @@ static void piece_finish(struct aop *op, struct piece *pc)
 static void mirror_finish(struct aop *op, struct piece *pc)
 {
 	if (op->stage && op->a.opcode == OPENDS_READ && pc->len)
-		ods_drv.accel->copy_to_host(slot_of(op, pc->idx), op->dev + (size_t)pc->idx * PIECE, pc->len);
+		ods_drv.accel->copy_to_host(slot_of(op, pc->idx), dev_of(op, pc->idx), pc->len);
 	piece_finish(op, pc);
 }
 
@@ -364,12 +252,11 @@ static void general_done(struct ods_io *io)
  * or the general way. */
 static void op_begin(struct aop *op)
 {
-	const struct ods_sargs *a = &op->a;
 	size_t size;
 	off_t foff, boff;
-	ssize_t r = ods_sargs_read(a, &op->io, &size, &foff, &boff);
+	ssize_t r = ods_sargs_read(&op->a, &op->io, &size, &foff, &boff);
 	if (op->stage && r == 0 && size == op->size0 && boff == op->boff0 && op->io.mem == ODS_MEM_DEVICE &&
-	    (a->opcode == OPENDS_WRITE || ods_handle_valid(op->io.fh, foff, size) >= op->valid0))
+	    (op->a.opcode == OPENDS_WRITE || ods_handle_valid(op->io.fh, foff, size) >= op->valid0))
 		return;
 	op->mirror = true;
 	if (r < 0 || size == 0) {
@@ -397,9 +284,9 @@ static void piece_done(struct ods_io *io)
 		note_err(op, (long)r);
 		/* leave the device range as it was: snapshot it */
 		if (op->a.opcode == OPENDS_READ)
-			ods_drv.accel->copy_to_host(slot_of(op, pc->idx), op->dev + (size_t)pc->idx * PIECE, pc->len);
+			ods_drv.accel->copy_to_host(slot_of(op, pc->idx), dev_of(op, pc->idx), pc->len);
 	} else if ((size_t)r < pc->len && op->a.opcode == OPENDS_READ) {
-		long long at = (long long)pc->idx * (long long)PIECE + r, cur = atomic_load(&op->short_at);
+		long long at = (long long)pc->idx * (long long)op->piece + r, cur = atomic_load(&op->short_at);
 		while (at < cur && !atomic_compare_exchange_weak(&op->short_at, &cur, at))
 			;
 		/* the file ended before the planned EOF (it shrank meanwhile):
@@ -410,7 +297,7 @@ static void piece_done(struct ods_io *io)
 	piece_finish(op, pc);
 }
 
-/* Start one piece (on the dispatcher). */
+/* Start one piece (on the dispatcher, or for fixed arguments the caller). */
 static void piece_start(struct aop *op, struct piece *pc)
 {
 	if (op->mirror) {
@@ -425,7 +312,7 @@ static void piece_start(struct aop *op, struct piece *pc)
 			mirror_finish(op, pc);
 		return;
 	}
-	size_t at = (size_t)pc->idx * PIECE;
+	size_t at = (size_t)pc->idx * op->piece;
 	bool read = op->a.opcode == OPENDS_READ;
 	if (atomic_load(&op->err) || (read && (long long)at >= atomic_load(&op->short_at))) {
 		if (read && atomic_load(&op->err))
@@ -449,51 +336,72 @@ static void piece_start(struct aop *op, struct piece *pc)
 	ods_io_submit(io, false);
 }
 
-/* The stream reached the operation: begin it and start its first
- * pieces; the dispatcher starts the others as the stream's counter says
- * their slots are free. */
-static void op_run(struct task *t)
+/* Begin an operation (on the dispatcher): read its arguments unless they
+ * were read at the call, and start its first pieces; the dispatcher starts
+ * the others as the stream's counter says their slots are free. */
+static void op_start(struct aop *op)
 {
-	struct aop *op = (struct aop *)((char *)t - offsetof(struct aop, begin));
-	op_begin(op);
-	bool staged = op->stage != NULL;
-	if (staged) {
-		/* watched from now; freed only by the dispatcher (this thread) */
-		op->wnext = watch;
-		watch = op;
+	if (!op->begun) {
+		op_begin(op);
+		op->begun = true;
+		unsigned k = op->k; /* without a plan, op is gone after its piece */
+		op->started = k;
+		for (unsigned i = 0; i < k; i++)
+			piece_start(op, &op->p[i]);
 	}
-	unsigned k = op->k;
-	op->started = k;
-	for (unsigned i = 0; i < k; i++)
-		piece_start(op, &op->p[i]);
-	/* unstaged: op may be gone now */
 }
 
-/* The dispatcher's round over its watch list: start the pieces whose
- * slots the stream has freed, end the operations it is done with. */
-static bool poll_watch(void)
+/* The host function of an operation without a plan (no staging). */
+static void op_run(struct ods_task *t)
+{
+	struct aop *op = (struct aop *)((char *)t - offsetof(struct aop, task));
+	int q;
+	while ((q = atomic_load(&op->queued)) == 0)
+		sched_yield(); /* the caller is queueing its one wait */
+	if (q == 2)
+		return; /* cut: its gate is open and its result published */
+	op_start(op); /* op may be gone now */
+}
+
+/* A staged operation is queued whole: watch it from now on; freed only
+ * by the dispatcher (this thread). */
+static void op_watch(struct ods_task *t)
+{
+	struct aop *op = (struct aop *)((char *)t - offsetof(struct aop, task));
+	op->wnext = watch;
+	watch = op;
+}
+
+/* The dispatcher's round over its watch list: begin the operations the
+ * streams reached, start the pieces whose slots the stream has freed, end
+ * the operations it is done with. */
+static int poll_watch(void)
 {
 	const struct ods_accel *acc = ods_drv.accel;
-	bool moved = false;
+	if (!watch)
+		return -1;
+	int moved = 0;
 	for (struct aop **pp = &watch; *pp;) {
 		struct aop *op = *pp;
-		if (atomic_load(&op->detached)) {
-			*pp = op->wnext; /* left to what was queued of it */
-			continue;
-		}
 		uint32_t m = acc->counter_read(op->progress);
-		if (m == op->seen) {
+		if (m == op->seen && op->begun) {
 			pp = &op->wnext;
 			continue;
 		}
-		moved = true;
 		op->seen = m;
-		unsigned can = m + op->k < op->n ? m + op->k : op->n;
+		if (m < op->base) { /* not reached yet */
+			pp = &op->wnext;
+			continue;
+		}
+		moved = 1;
+		op_start(op);
+		unsigned done = m - op->base;
+		unsigned can = done + op->k < op->n ? done + op->k : op->n;
 		while (op->started < can) {
 			unsigned i = op->started++;
 			piece_start(op, &op->p[i]);
 		}
-		if (m == op->n) {
+		if (done == op->n) {
 			*pp = op->wnext;
 			op_put(op);
 			continue;
@@ -515,7 +423,7 @@ static int prep_piece(struct aop *op, void *stream, unsigned i, bool *queued)
 		return ods_fail(OPENDS_NOMEM_ERROR, "out of memory for a stream gate");
 	int rc = 0;
 	bool copy = false;
-	char *dev = op->dev + (size_t)i * PIECE;
+	char *dev = dev_of(op, i);
 	if (op->stage && op->a.opcode == OPENDS_READ && pc->pre_from < pc->len) {
 		copy = true;
 		rc = acc->stream_copy(stream, slot_of(op, i) + pc->pre_from, dev + pc->pre_from,
@@ -534,12 +442,13 @@ static int prep_piece(struct aop *op, void *stream, unsigned i, bool *queued)
 }
 
 /* Queue the whole operation. 0, or the first failure; *queued says
- * whether anything reached the stream before it. One host function
- * begins it; after that the stream says how far it got through a counter
- * (after each piece's copy), not through host functions, each of which
- * would hold the stream for a round trip to the host. Piece i + SLOTS
- * reuses piece i's slot: what it needs first is queued after piece i's
- * copy (read) or wait (write), before the counter says i + 1. */
+ * whether anything reached the stream before it, op->nq how many waits.
+ * The stream says how far it got through the counter: "reached" (unless
+ * the arguments were read at the call), then after each piece's copy; no
+ * host function, each of which would hold the stream for a round trip to
+ * the host. Piece i + k reuses piece i's slot: what it needs first is
+ * queued after piece i's copy (read) or wait (write), before the counter
+ * says i + 1. Without a plan: one host function, one gate. */
 static int queue_op(struct aop *op, void *stream, bool *queued)
 {
 	const struct ods_accel *acc = ods_drv.accel;
@@ -550,28 +459,62 @@ static int queue_op(struct aop *op, void *stream, bool *queued)
 	for (i = 0; i < op->k && !rc; i++)
 		rc = prep_piece(op, stream, i, queued);
 	if (!rc)
-		rc = acc->stream_call(stream, on_stream, &op->begin);
+		rc = !op->stage ? acc->stream_call(stream, ods_dispatch_post, &op->task)
+		     : op->base ? acc->stream_mark(stream, op->progress, 1) : 0;
 	if (rc) {
 		for (unsigned j = 0; j < i; j++)
 			if (op->p[j].gate)
 				acc->gate_put(op->p[j].gate), op->p[j].gate = NULL;
 		return rc;
 	}
-	*queued = true;
+	*queued = *queued || op->base || !op->stage;
 	for (i = 0; i < op->n; i++) {
-		if ((rc = acc->stream_wait(stream, op->p[i].gate)))
+		if ((rc = acc->stream_wait(stream, op->p[i].gate))) {
+			op->p[i].gate = NULL; /* lost: the layer keeps it */
 			return rc;
+		}
+		*queued = true;
+		op->nq = i + 1;
 		if (!op->stage)
 			continue;
-		if (read &&
-		    (rc = acc->stream_copy(stream, op->dev + (size_t)i * PIECE, slot_of(op, i), op->p[i].len, true)))
+		if (read && (rc = acc->stream_copy(stream, dev_of(op, i), slot_of(op, i), op->p[i].len, true)))
 			return rc;
 		if (i + op->k < op->n && (rc = prep_piece(op, stream, i + op->k, queued)))
 			return rc;
-		if ((rc = acc->stream_mark(stream, op->progress, i + 1)))
+		if ((rc = acc->stream_mark(stream, op->progress, op->base + i + 1)))
 			return rc;
 	}
 	return 0;
+}
+
+/* Part of the operation reached the stream and the rest could not (the
+ * accelerator failed under us). Nothing of it has started. Every piece
+ * whose wait is queued completes now with the error: the result is
+ * published, and the gates open, so the stream never waits on them. What
+ * is queued (copies, counter writes, a host function) may run any time
+ * later and still uses op, its staging and its counter: they are kept in
+ * the quarantine, never reused nor freed. The staged copies then move
+ * zeros, not staging left by an earlier operation, unless the plan reads
+ * past EOF (its queued device-to-slot copies may be filling the slots). */
+static void op_cut(struct aop *op, int rc)
+{
+	const struct ods_accel *acc = ods_drv.accel;
+	for (unsigned i = op->nq; i < op->n; i++)
+		if (op->p[i].gate)
+			acc->gate_put(op->p[i].gate), op->p[i].gate = NULL;
+	if (op->stage && op->a.opcode == OPENDS_READ && op->valid0 >= op->size0)
+		memset(op->stage, 0, op->slot * op->k);
+	*op->a.result = -(ssize_t)rc;
+	for (unsigned i = 0; i < op->nq; i++)
+		acc->gate_open(op->p[i].gate);
+	atomic_store(&op->queued, 2);
+	if (op->a.opcode == OPENDS_WRITE)
+		atomic_fetch_sub(&awrites, 1); /* it writes nothing */
+	pthread_mutex_lock(&astreams_lock);
+	op->wnext = quarantine;
+	quarantine = op;
+	pthread_mutex_unlock(&astreams_lock);
+	ainflight_add(-1);
 }
 
 static opends_error_t accel_enqueue(const char *fn, const struct ods_sargs *a, opends_stream_t stream)
@@ -583,47 +526,64 @@ static opends_error_t accel_enqueue(const char *fn, const struct ods_sargs *a, o
 						    "captured at opends_driver_open", fn),
 				       0);
 	}
-	int rc = dispatcher_start();
+	int rc = ods_dispatch_start(poll_watch);
 	if (rc)
 		return ods_err(rc, 0);
+	bool write = a->opcode == OPENDS_WRITE;
+	if (write)
+		atomic_fetch_add(&awrites, 1); /* op_free takes it back */
 	/* the plan, from the values now */
 	struct ods_io io;
 	size_t size = *a->size;
 	bool plan = ods_io_prepare(&io, a->opcode, a->fh, a->buf, size, *a->file_offset, *a->buf_offset) == 0 &&
 		    size > 0 && io.mem == ODS_MEM_DEVICE;
-	size_t n = plan ? (size + PIECE - 1) / PIECE : 1;
+	size_t piece = size >= BIG_OP ? BIG_PIECE : PIECE;
+	size_t n = plan ? (size + piece - 1) / piece : 1;
 	if (n > UINT_MAX / 2 || n > (SIZE_MAX - sizeof(struct aop)) / sizeof(struct piece))
 		plan = false, n = 1; /* beyond any memory: let the general way say so */
 	struct aop *op = calloc(1, sizeof(*op) + n * sizeof(struct piece));
-	if (!op)
+	if (!op) {
+		if (write)
+			atomic_fetch_sub(&awrites, 1);
 		return ods_err(ods_fail(OPENDS_NOMEM_ERROR, "%s: out of memory", fn), ENOMEM);
+	}
 	op->a = *a;
 	op->n = (unsigned)n;
-	op->k = op->n < SLOTS ? op->n : SLOTS;
-	op->begin.run = op_run;
+	unsigned slots = piece == BIG_PIECE ? BIG_SLOTS : SLOTS;
+	op->k = op->n < slots ? op->n : slots;
+	op->piece = piece;
+	op->task.run = plan ? op_watch : op_run;
 	pthread_mutex_init(&op->lock, NULL);
 	atomic_init(&op->refs, 2);
 	atomic_init(&op->short_at, LLONG_MAX);
+	/* reads with fixed arguments begin now, unless a stream write may be
+	 * ahead of them */
+	bool early = plan && !write && atomic_load(&awrites) == 0 && astream_fixed(stream);
+	op->base = plan && !early;
 	if (plan) {
 		op->dev = io.buf;
 		op->size0 = size;
 		op->boff0 = *a->buf_offset;
-		op->valid0 = a->opcode == OPENDS_READ ? ods_handle_valid(io.fh, *a->file_offset, size) : size;
-		op->slot = ((size < PIECE ? size : PIECE) + ODS_ALIGN - 1) & ~(size_t)(ODS_ALIGN - 1);
-		op->stage = stage_get(op->slot * op->k, &op->cls);
+		op->valid0 = write ? size : ods_handle_valid(io.fh, *a->file_offset, size);
+		op->slot = ((size < piece ? size : piece) + ODS_ALIGN - 1) & ~(size_t)(ODS_ALIGN - 1);
+		op->stage = ods_staging_get(op->slot * op->k, &op->cls);
 		op->progress = op->stage ? ods_drv.accel->counter_get() : NULL;
 		if (!op->progress) {
 			op_free(op);
 			return ods_err(ods_fail(OPENDS_NOMEM_ERROR, "%s: out of pinned memory for staging", fn),
 				       ENOMEM);
 		}
+		if (early) {
+			op->io = io;
+			op->begun = true;
+		}
 	}
 	for (unsigned i = 0; i < op->n; i++) {
 		struct piece *pc = &op->p[i];
 		pc->op = op;
 		pc->idx = i;
-		pc->len = plan ? (i + 1 < op->n ? PIECE : size - (size_t)i * PIECE) : 0;
-		size_t at = (size_t)i * PIECE;
+		pc->len = plan ? (i + 1 < op->n ? piece : size - (size_t)i * piece) : 0;
+		size_t at = (size_t)i * piece;
 		pc->pre_from = op->valid0 <= at ? 0 : op->valid0 - at < pc->len ? op->valid0 - at : pc->len;
 	}
 	ainflight_add(1);
@@ -635,15 +595,18 @@ static opends_error_t accel_enqueue(const char *fn, const struct ods_sargs *a, o
 		return ods_err(rc, 0);
 	}
 	if (rc) {
-		/* Part of the operation reached the stream and the rest could
-		 * not (the accelerator failed under us). What is queued may
-		 * still run and use op and its staging: both are left to it
-		 * (this reference is kept, so they are never freed), and the
-		 * operation is no longer waited for nor watched. */
-		atomic_store(&op->detached, true);
-		ainflight_add(-1);
+		op_cut(op, rc);
 		return ods_err(rc, 0);
 	}
+	if (early) {
+		op->started = op->k;
+		for (unsigned i = 0; i < op->k; i++)
+			piece_start(op, &op->p[i]);
+	}
+	if (plan)
+		ods_dispatch_post(&op->task);
+	else
+		atomic_store(&op->queued, 1);
 	op_put(op);
 	return ods_ok();
 }
@@ -660,8 +623,8 @@ static void accel_fini(void)
 	astreams = NULL;
 	nastreams = astreams_cap = 0;
 	pthread_mutex_unlock(&astreams_lock);
-	dispatcher_stop();
-	stage_fini();
+	ods_dispatch_stop();
+	ods_staging_fini();
 }
 
 static int accel_init(void)
