@@ -405,7 +405,13 @@ OPENDS_API opends_error_t opends_stream_create(opends_stream_t *stream);
 OPENDS_API opends_error_t opends_stream_destroy(opends_stream_t stream);
 
 /* Optional hints (OPENDS_STREAM_* bits). Unknown bits: OPENDS_INVALID_VALUE.
- * Registering twice replaces the flags. */
+ * Registering twice replaces the flags. With all three FIXED_* bits on an
+ * accelerator stream, a read's *size, *file_offset and *buf_offset are read
+ * at the call and its file reads may start then, before the stream reaches
+ * it (only the copies wait for the stream): values changed after the call
+ * are not used, and a write to the file by other means in between may or
+ * may not be seen (stream writes queued ahead are). Without them, values
+ * and file are read when the stream gets there (docs/stream-ordering.md). */
 OPENDS_API opends_error_t opends_stream_register(opends_stream_t stream, unsigned flags);
 /* Errors: OPENDS_INVALID_VALUE (stream not registered). */
 OPENDS_API opends_error_t opends_stream_deregister(opends_stream_t stream);
