@@ -290,6 +290,9 @@ bool ods_region_find(uintptr_t p, struct ods_region *out);
 /* streams and batches (src/core/stream.c, batch.c) */
 int ods_streams_init(void);
 void ods_streams_fini(void);
+/* in the child of a fork: forget the parent's streams, operations,
+ * dispatcher and staging without locking, freeing or joining anything */
+void ods_streams_forget(void);
 void ods_batches_fini(void);
 
 /* fork(): in the child the driver is closed and can be opened again

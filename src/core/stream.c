@@ -25,6 +25,12 @@ void ods_streams_fini(void)
 	E->fini(); /* E stays: a call racing with close finds the driver closing */
 }
 
+void ods_streams_forget(void)
+{
+	ods_stream_host.forget();
+	ods_stream_accel.forget();
+}
+
 #define REQUIRE_OPEN(fn)                                                                                       \
 	do {                                                                                                   \
 		if (!ods_is_open())                                                                            \

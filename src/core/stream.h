@@ -55,6 +55,9 @@ struct ods_stream_engine {
 	bool (*dereg)(opends_stream_t stream);
 	opends_error_t (*enqueue)(const char *fn, const struct ods_sargs *a, opends_stream_t stream);
 	opends_error_t (*sync)(opends_stream_t stream);
+	/* in the child of a fork: drop the parent's state without locking,
+	 * freeing or joining anything (its threads do not exist here) */
+	void (*forget)(void);
 };
 
 /* ---- what the accelerator engine runs on (stream_dispatch.c) ---------- */
@@ -82,6 +85,9 @@ void ods_dispatch_stop(void);
 void *ods_staging_get(size_t n, unsigned *cls);
 void ods_staging_put(void *p, unsigned cls);
 void ods_staging_fini(void); /* after every operation ended */
+/* in the child of a fork: a stopped dispatcher and an empty pool, the
+ * parent's buffers leaked */
+void ods_dispatch_forget(void);
 
 extern const struct ods_stream_engine ods_stream_accel; /* stream_accel.c */
 extern const struct ods_stream_engine ods_stream_host;  /* stream_host.c */

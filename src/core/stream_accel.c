@@ -707,6 +707,19 @@ static opends_error_t accel_sync(opends_stream_t stream)
 	return rc ? ods_err(rc, 0) : ods_ok();
 }
 
+static void accel_forget(void)
+{
+	astreams_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+	astreams_idle = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
+	astreams = NULL;
+	nastreams = astreams_cap = 0;
+	ainflight = 0;
+	watch = NULL;
+	quarantine = NULL;
+	atomic_store(&awrites, 0);
+	ods_dispatch_forget();
+}
+
 const struct ods_stream_engine ods_stream_accel = {
 	.init = accel_init,
 	.fini = accel_fini,
@@ -716,4 +729,5 @@ const struct ods_stream_engine ods_stream_accel = {
 	.dereg = accel_dereg,
 	.enqueue = accel_enqueue,
 	.sync = accel_sync,
+	.forget = accel_forget,
 };

@@ -189,3 +189,15 @@ void ods_staging_fini(void)
 		}
 	memset(P.free, 0, sizeof(P.free));
 }
+
+void ods_dispatch_forget(void)
+{
+	D.lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+	D.cond = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
+	D.head = D.tail = NULL;
+	D.started = D.stop = D.kicked = false;
+	D.poll = NULL;
+	atomic_store(&napping, false);
+	P.lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+	memset(P.free, 0, sizeof(P.free));
+}

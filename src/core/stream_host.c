@@ -215,6 +215,12 @@ static opends_error_t host_sync(opends_stream_t stream)
 	return ods_ok();
 }
 
+static void host_forget(void)
+{
+	ods_slots_init(&streams);
+	hstream_init(&default_stream);
+}
+
 const struct ods_stream_engine ods_stream_host = {
 	.init = host_init,
 	.fini = host_fini,
@@ -224,4 +230,5 @@ const struct ods_stream_engine ods_stream_host = {
 	.dereg = host_dereg,
 	.enqueue = host_enqueue,
 	.sync = host_sync,
+	.forget = host_forget,
 };
