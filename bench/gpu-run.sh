@@ -23,7 +23,8 @@
 # Environment: COMMIT (the short hash measured; git's when .git is there),
 # SWEEP=0 (build and GPU suite only), CPU_SUITE=1 (the CPU suite too),
 # GPUBENCH=1 (bench/gpubench.c too), KVIKIO=0, DROPIN=0, SAFETENSORS=0, DROPIN_MIB (default 4096), WRITE_SIZE
-# (default 4G), SCALE (dataset counts, default 1), BUDGET (seconds the whole
+# (default 4G), BIG_SIZE (the caller legs' file, default 8G: filesize8gib's),
+# SCALE (dataset counts, default 1), BUDGET (seconds the whole
 # script may take, default 540: the device tool stops a command at 600; the
 # steps after opends-bench are skipped when the budget runs out).
 LOGS=/tmp/opends-gpu-logs
@@ -97,7 +98,8 @@ fi
 step "opends-bench: filesize8gib + imagenetish, cold and hot, every caller leg ($(elapsed) s in)"
 cmd=(build-gpu/tools/opends-bench --data "$data" --out "$res" --commit "$commit"
 	--datasets filesize8gib,imagenetish --modes sync,async,stream,batch --cache cold,hot
-	--scale "${SCALE:-1}" --callers all --write-size "${WRITE_SIZE:-4G}" --stream-flags 0,7 "${kvikio[@]}")
+	--scale "${SCALE:-1}" --callers all --big-size "${BIG_SIZE:-8G}" --write-size "${WRITE_SIZE:-4G}"
+	--stream-flags 0,7 "${kvikio[@]}")
 echo "${cmd[*]}" | tee "$res/raw/command.txt"
 # what is left, less about 2 minutes for the drop-in, safetensors and report
 limit=$(($(left) - 120))

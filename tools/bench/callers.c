@@ -328,6 +328,90 @@ static int gpu_leg(void *ctx, struct leg_result *r)
 	return r->error;
 }
 
+/* fanout2: the library's "read once, place everywhere" call, looked up at
+ * run time (issue 19's opends_sync_read_fanout), so the benchmark builds
+ * and runs against a library without it (the leg is then n/a). */
+typedef ssize_t (*fanout_fn)(opends_handle_t fh, void *const *bufs, const off_t *buf_offsets, unsigned nbufs,
+			     size_t size, off_t file_offset);
+static fanout_fn fanout;
+
+static int fanout_leg(void *ctx, struct leg_result *r)
+{
+	struct gpus *g = ctx;
+	const struct ds_file *f = &g->c->ds->files[0];
+	double c0;
+	uint64_t t0;
+	prepare_cache(g->c->ds, false);
+	begin(g->c, r, f->size * g->n, &c0, &t0);
+	opends_handle_t fh;
+	int fd = open_reg(f->path, O_RDONLY, &fh);
+	ssize_t got = fd < 0 ? fd : fanout(fh, (void *const *)g->dest, NULL, g->n, f->size, 0);
+	if (fd >= 0)
+		unreg(fh, fd);
+	end(r, c0, t0);
+	r->error = got < 0 ? (int)got : (uint64_t)got != f->size ? -EIO : 0;
+	r->bytes = r->error ? 0 : f->size * g->n; /* bytes placed */
+	r->files = 1;
+	snprintf(r->config, sizeof(r->config), "opends_sync_read_fanout: one call, the file placed on %u GPUs", g->n);
+	for (unsigned i = 0; i < g->n && !r->error; i++) {
+		gpu_bind_device((int)i);
+		r->error = verify_dest(g->dest[i], f, f->size);
+	}
+	gpu_bind_device(0);
+	return r->error;
+}
+
+static void gpu_record(struct caller *c, struct gpus *g, leg_fn fn, const char *mode, const char *dsname)
+{
+	snprintf(c->label, sizeof(c->label), "%s opends", mode);
+	c->mode = mode;
+	struct leg_result r;
+	repeat_leg(fn, g, &r);
+	char name[64];
+	snprintf(name, sizeof(name), "opends:%s", opends_driver_backend());
+	struct rec k = { dsname, mode, name, "hot", opt.use_gpu ? "device" : "host", !strcmp(mode, "gpu2") ? 2 : 1,
+			 0, c->ds->files[0].size, 1 };
+	record(&k, &r);
+}
+
+/* gpu1, then (two GPUs) gpu2 and fanout2 into a second buffer on GPU 1 */
+static void gpu_legs(struct caller *c, const char *bn, char *dest)
+{
+	uint64_t size = c->ds->files[0].size;
+	struct gpus g = { c, { dest, NULL }, 1 };
+	if (caller_wanted("gpu1"))
+		gpu_record(c, &g, gpu_leg, "gpu1", bn);
+	*(void **)&fanout = dlsym(RTLD_DEFAULT, "opends_sync_read_fanout");
+	bool two = opt.use_gpu && gpu_count() >= 2, said = false;
+	if (!caller_wanted("gpu2") && !(caller_wanted("fanout2") && fanout))
+		goto na;
+	if (two && !(g.dest[1] = gpu_alloc_on(1, size))) {
+		gpu_bind_device(0);
+		if (caller_wanted("gpu2"))
+			record_na(bn, "gpu2", "opends", "cannot allocate the file's size on GPU 1");
+		two = false;
+		said = true;
+	}
+	gpu_bind_device(0);
+	g.n = 2;
+	if (two && caller_wanted("gpu2"))
+		gpu_record(c, &g, gpu_leg, "gpu2", bn);
+	if (two && caller_wanted("fanout2") && fanout)
+		gpu_record(c, &g, fanout_leg, "fanout2", bn);
+	if (g.dest[1]) {
+		gpu_bind_device(1);
+		gpu_free(g.dest[1]);
+		gpu_bind_device(0);
+	}
+na:
+	if (!two && !said && caller_wanted("gpu2"))
+		record_na(bn, "gpu2", "opends", "needs two GPUs");
+	if (caller_wanted("fanout2") && (!fanout || !two))
+		record_na(bn, "fanout2", "opends",
+			  !fanout ? "the library has no read-once-place-everywhere call (opends_sync_read_fanout)"
+				  : "needs two GPUs");
+}
+
 /* ---- the run ------------------------------------------------------------- */
 
 bool caller_wanted(const char *leg)
@@ -472,48 +556,8 @@ static void callers_backend(const char *backend, struct dataset *big, struct dat
 		w.dest_size = opt.write_size;
 		writes(&w, bn, od, plain);
 	}
-	if (od && (caller_wanted("gpu1") || caller_wanted("gpu2"))) {
-		struct gpus g = { &c, { dest, NULL }, 1 };
-		if (caller_wanted("gpu1")) {
-			c.mode = "gpu1";
-			snprintf(c.label, sizeof(c.label), "gpu1 opends");
-			struct leg_result r;
-			repeat_leg(gpu_leg, &g, &r);
-			char name[64];
-			snprintf(name, sizeof(name), "opends:%s", opends_driver_backend());
-			struct rec k = { bn, "gpu1", name, "hot", opt.use_gpu ? "device" : "host", 1, 0, big->files[0].size,
-					 1 };
-			record(&k, &r);
-		}
-		if (caller_wanted("gpu2")) {
-			if (!opt.use_gpu || gpu_count() < 2) {
-				record_na(bn, "gpu2", "opends", "needs two GPUs");
-			} else if (!(g.dest[1] = gpu_alloc_on(1, big->files[0].size))) {
-				record_na(bn, "gpu2", "opends", "cannot allocate the file's size on GPU 1");
-				gpu_bind_device(0);
-			} else {
-				gpu_bind_device(0);
-				g.n = 2;
-				snprintf(c.label, sizeof(c.label), "gpu2 opends");
-				struct leg_result r;
-				repeat_leg(gpu_leg, &g, &r);
-				char name[64];
-				snprintf(name, sizeof(name), "opends:%s", opends_driver_backend());
-				struct rec k = { bn, "gpu2", name, "hot", "device", 2, 0, big->files[0].size, 1 };
-				record(&k, &r);
-				gpu_bind_device(1);
-				gpu_free(g.dest[1]);
-				gpu_bind_device(0);
-			}
-		}
-	}
-	if (od && caller_wanted("fanout2")) {
-		/* the "read once, place everywhere" call, where the library has it */
-		if (!dlsym(RTLD_DEFAULT, "opends_sync_read_fanout"))
-			record_na(bn, "fanout2", "opends", "the library has no read-once-place-everywhere call");
-		else
-			record_na(bn, "fanout2", "opends", "not wired yet: the call's signature is not settled");
-	}
+	if (od && (caller_wanted("gpu1") || caller_wanted("gpu2") || caller_wanted("fanout2")))
+		gpu_legs(&c, bn, dest);
 	if (od)
 		opends_driver_close();
 }
