@@ -24,6 +24,7 @@
 # SWEEP=0 (build and GPU suite only), CPU_SUITE=1 (the CPU suite too),
 # GPUBENCH=1 (bench/gpubench.c too), KVIKIO=0, DROPIN=0, SAFETENSORS=0, DROPIN_MIB (default 4096), WRITE_SIZE
 # (default 4G), BIG_SIZE (the caller legs' file, default 8G: filesize8gib's),
+# DATASETS (default filesize8gib,imagenetish), CACHES (default cold,hot),
 # SCALE (dataset counts, default 1), BUDGET (seconds the whole
 # script may take, default 540: the device tool stops a command at 600; the
 # steps after opends-bench are skipped when the budget runs out).
@@ -97,7 +98,7 @@ fi
 
 step "opends-bench: filesize8gib + imagenetish, cold and hot, every caller leg ($(elapsed) s in)"
 cmd=(build-gpu/tools/opends-bench --data "$data" --out "$res" --commit "$commit"
-	--datasets filesize8gib,imagenetish --modes sync,async,stream,batch --cache cold,hot
+	--datasets "${DATASETS:-filesize8gib,imagenetish}" --modes sync,async,stream,batch --cache "${CACHES:-cold,hot}"
 	--scale "${SCALE:-1}" --callers all --big-size "${BIG_SIZE:-8G}" --write-size "${WRITE_SIZE:-4G}"
 	--stream-flags 0,7 "${kvikio[@]}")
 echo "${cmd[*]}" | tee "$res/raw/command.txt"
