@@ -16,23 +16,13 @@
  *    the read (no read overtakes a queued stream write);
  *  - 64 fixed streams with reads in flight at once.
  */
-#include "common.h"
-
-#define SENT ((ssize_t)-12345)
-#define LD(p) __atomic_load_n((p), __ATOMIC_SEQ_CST)
-#define ST(p, v) __atomic_store_n((p), (v), __ATOMIC_SEQ_CST)
+#include "test_stream_common.h"
 #define FIXED (OPENDS_STREAM_FIXED_BUF_OFFSET | OPENDS_STREAM_FIXED_FILE_OFFSET | OPENDS_STREAM_FIXED_FILE_SIZE)
 
 static const size_t F = 41 * T_MiB + 333; /* eleven 4 MiB pieces */
 static uint8_t *oracle;
 static opends_handle_t fh;
 static bool accel; /* accelerator streams (hostdev) */
-
-struct sop {
-	size_t size;
-	off_t foff, boff;
-	ssize_t res;
-};
 
 static void exact(opends_stream_t s)
 {
@@ -175,32 +165,7 @@ static void write_then_read(opends_stream_t s, opends_handle_t wh)
 static void many_streams(void)
 {
 	t_phase = "64 fixed streams at once";
-	enum { NS = 64, PER = 3 };
-	const size_t L = 700 * T_KiB + 9;
-	opends_stream_t st[NS];
-	static struct sop o[NS][PER];
-	uint8_t *buf = t_xmalloc((size_t)NS * PER * L);
-	for (int i = 0; i < NS; i++) {
-		OK(opends_stream_create(&st[i]));
-		OK(opends_stream_register(st[i], FIXED));
-	}
-	for (int j = 0; j < PER; j++)
-		for (int i = 0; i < NS; i++) {
-			size_t k = (size_t)i * PER + (size_t)j;
-			o[i][j] = (struct sop){ L, (off_t)(k * 131071 % (F - L)), (off_t)(k * L), SENT };
-			OK(opends_stream_read(fh, buf, &o[i][j].size, &o[i][j].foff, &o[i][j].boff, &o[i][j].res, st[i]));
-		}
-	for (int i = NS - 1; i >= 0; i--)
-		OK(opends_stream_synchronize(st[i]));
-	for (int i = 0; i < NS; i++) {
-		for (int j = 0; j < PER; j++) {
-			size_t k = (size_t)i * PER + (size_t)j;
-			CHECKF(o[i][j].res == (ssize_t)L, "stream %d op %d gave %zd", i, j, o[i][j].res);
-			VERIFY(buf + k * L, oracle + o[i][j].foff, L, "stream %d op %d", i, j);
-		}
-		OK(opends_stream_destroy(st[i]));
-	}
-	free(buf);
+	t_many_streams(fh, oracle, F, 700 * T_KiB + 9, FIXED);
 }
 
 int main(int argc, char **argv)
