@@ -122,12 +122,16 @@ typedef enum CUfileDriverStatusFlags {
 	CU_FILE_SCATEFS_SUPPORTED = 12,
 	CU_FILE_VIRTIOFS_SUPPORTED = 13,
 	CU_FILE_PANFS_SUPPORTED = 14,
+	CU_FILE_MAX_TARGET_TYPES, /* one past the last */
 } CUfileDriverStatusFlags_t;
 
 /* Bit numbers in CUfileDrvProps_t.nvfs.dcontrolflags. */
 typedef enum CUfileDriverControlFlags {
 	CU_FILE_USE_POLL_MODE = 0,
 	CU_FILE_ALLOW_COMPAT_MODE = 1,
+	CU_FILE_VANILLA_POSIX_IO_MODE = 2,
+	CU_FILE_POSIX_IO_MODE = CU_FILE_VANILLA_POSIX_IO_MODE,
+	CU_FILE_FALLBACK_IO_MODE = 4,
 } CUfileDriverControlFlags_t;
 
 /* Bit numbers in CUfileDrvProps_t.fflags. */
@@ -138,6 +142,20 @@ typedef enum CUfileFeatureFlags {
 	CU_FILE_PARALLEL_IO_SUPPORTED = 3,
 	CU_FILE_P2P_SUPPORTED = 4,
 } CUfileFeatureFlags_t;
+
+/* Bit numbers of the peer-to-peer paths cuFile can take for a storage
+ * kind (cuFileDriverGetP2PFlags / SetP2PFlags); the flags are 1 << bit. */
+typedef enum CUfileP2PFlags {
+	CUFILE_P2PDMA = 0,
+	CUFILE_NVFS = 1,
+	CUFILE_DMABUF = 2,
+	CUFILE_C2C = 3,
+	CUFILE_NVIDIA_PEERMEM = 4,
+} CUfileP2PFlags_t;
+#define CU_FILE_P2P_FLAG_PCI_P2PDMA ((CUfileP2PFlags_t)(1 << CUFILE_P2PDMA))
+#define CU_FILE_P2P_FLAG_NVFS ((CUfileP2PFlags_t)(1 << CUFILE_NVFS))
+#define CU_FILE_P2P_FLAG_DMABUF ((CUfileP2PFlags_t)(1 << CUFILE_DMABUF))
+#define CU_FILE_P2P_FLAG_C2C ((CUfileP2PFlags_t)(1 << CUFILE_C2C))
 
 typedef enum CUfileOpcode { CUFILE_READ = 0, CUFILE_WRITE = 1 } CUfileOpcode_t;
 
@@ -275,13 +293,31 @@ typedef enum CUFileBoolConfigParameter_t {
 	CUFILE_PARAM_FORCE_ODIRECT_MODE,
 	CUFILE_PARAM_SKIP_TOPOLOGY_DETECTION,
 	CUFILE_PARAM_STREAM_MEMOPS_BYPASS,
+	CUFILE_PARAM_PROPERTIES_POSIX_IO_MODE,
+	CUFILE_PARAM_GDS_FALLBACK_IO,
 } CUFileBoolConfigParameter_t;
 
 typedef enum CUFileStringConfigParameter_t {
 	CUFILE_PARAM_LOGGING_LEVEL,
 	CUFILE_PARAM_ENV_LOGFILE_PATH,
 	CUFILE_PARAM_LOG_DIR,
+	CUFILE_PARAM_RDMA_TRANSPORT,
 } CUFileStringConfigParameter_t;
+
+typedef enum CUFileArrayConfigParameter_t {
+	CUFILE_PARAM_POSIX_POOL_SLAB_SIZE_KB,
+	CUFILE_PARAM_POSIX_POOL_SLAB_COUNT,
+	CUFILE_PARAM_GPU_BOUNCE_BUFFER_SLAB_SIZE_KB,
+	CUFILE_PARAM_GPU_BOUNCE_BUFFER_SLAB_COUNT,
+} CUFileArrayConfigParameter_t;
+
+/* Statistics (cuFileGetStatsL1/L2/L3). The drop-in keeps none (see
+ * docs/cufile-dropin.md), so their layouts are not declared here: programs
+ * that read statistics build against NVIDIA's cufile.h. */
+#define CUFILE_GPU_UUID_LEN 16
+typedef struct CUfileStatsLevel1 CUfileStatsLevel1_t;
+typedef struct CUfileStatsLevel2 CUfileStatsLevel2_t;
+typedef struct CUfileStatsLevel3 CUfileStatsLevel3_t;
 
 #if defined(__GNUC__)
 #pragma GCC visibility push(default)
@@ -340,6 +376,29 @@ CUfileError_t cuFileWriteAsync(CUfileHandle_t fh, void *bufPtr_base, size_t *siz
 CUfileError_t cuFileStreamRegister(CUstream stream, unsigned flags);
 CUfileError_t cuFileStreamDeregister(CUstream stream);
 
+/* statistics */
+CUfileError_t cuFileSetStatsLevel(int level);
+CUfileError_t cuFileGetStatsLevel(int *level);
+CUfileError_t cuFileStatsStart(void);
+CUfileError_t cuFileStatsStop(void);
+CUfileError_t cuFileStatsReset(void);
+CUfileError_t cuFileGetStatsL1(CUfileStatsLevel1_t *stats);
+CUfileError_t cuFileGetStatsL2(CUfileStatsLevel2_t *stats);
+CUfileError_t cuFileGetStatsL3(CUfileStatsLevel3_t *stats);
+
+/* platform: PCIe topology, BAR size, peer-to-peer paths */
+CUfileError_t cuFileExportPCIeTopology(const char *filename);
+CUfileError_t cuFileGetBARSizeInKB(int gpuIndex, size_t *barSize);
+CUfileError_t cuFileDriverGetP2PFlags(CUfileDriverStatusFlags_t status_flag, CUfileP2PFlags_t *p2p_flags);
+CUfileError_t cuFileDriverSetP2PFlags(CUfileDriverStatusFlags_t status_flag, CUfileP2PFlags_t p2p_flags);
+
+/* slab-array parameters (sizes in KiB, counts; len entries each) */
+CUfileError_t cuFileSetParameterPosixPoolSlabArray(const size_t *size_values, const size_t *count_values, int len);
+CUfileError_t cuFileGetParameterPosixPoolSlabArray(size_t *size_values, size_t *count_values, int len);
+CUfileError_t cuFileSetParameterGpuBounceBufferSlabArray(const size_t *size_values, const size_t *count_values,
+							 int len);
+CUfileError_t cuFileGetParameterGpuBounceBufferSlabArray(size_t *size_values, size_t *count_values, int len);
+
 #if defined(__GNUC__)
 #pragma GCC visibility pop
 #endif
@@ -360,6 +419,10 @@ static inline const char *cufileop_status_error(CUfileOpError status)
 	case CU_FILE_MEMORY_NOT_REGISTERED: return "memory not registered";
 	case CU_FILE_INVALID_MAPPING_RANGE: return "access beyond the registered range";
 	case CU_FILE_INVALID_FILE_TYPE: return "unsupported file type";
+	case CU_FILE_INVALID_FILE_OPEN_FLAG: return "unsupported file open flags";
+	case CU_FILE_IO_NOT_SUPPORTED: return "not supported on this file";
+	case CU_FILE_DRIVER_ALREADY_OPEN: return "driver is already open";
+	case CU_FILE_DRIVER_UNSUPPORTED_LIMIT: return "property range error";
 	case CU_FILE_PLATFORM_NOT_SUPPORTED: return "platform not supported";
 	case CU_FILE_CUDA_DRIVER_ERROR: return "CUDA driver error";
 	case CU_FILE_NOMEM_ERROR: return "out of memory";

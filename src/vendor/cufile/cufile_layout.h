@@ -136,4 +136,26 @@
 	ODS_CF_FN(cuFileUseCount, long (*)(void)); \
 	_Static_assert(1, "")
 
+/* Added after cuFile 1.15: checked where the header has them. */
+#define ODS_CUFILE_PROTO_CHECKS_1_20() \
+	ODS_CF_FN(cuFileSetStatsLevel, CUfileError_t (*)(int)); \
+	ODS_CF_FN(cuFileGetStatsLevel, CUfileError_t (*)(int *)); \
+	ODS_CF_FN(cuFileStatsStart, CUfileError_t (*)(void)); \
+	ODS_CF_FN(cuFileStatsStop, CUfileError_t (*)(void)); \
+	ODS_CF_FN(cuFileStatsReset, CUfileError_t (*)(void)); \
+	ODS_CF_FN(cuFileGetStatsL1, CUfileError_t (*)(struct CUfileStatsLevel1 *)); \
+	ODS_CF_FN(cuFileGetStatsL2, CUfileError_t (*)(struct CUfileStatsLevel2 *)); \
+	ODS_CF_FN(cuFileGetStatsL3, CUfileError_t (*)(struct CUfileStatsLevel3 *)); \
+	ODS_CF_FN(cuFileExportPCIeTopology, CUfileError_t (*)(const char *)); \
+	ODS_CF_FN(cuFileGetBARSizeInKB, CUfileError_t (*)(int, size_t *)); \
+	ODS_CF_FN(cuFileDriverGetP2PFlags, CUfileError_t (*)(CUfileDriverStatusFlags_t, CUfileP2PFlags_t *)); \
+	ODS_CF_FN(cuFileDriverSetP2PFlags, CUfileError_t (*)(CUfileDriverStatusFlags_t, CUfileP2PFlags_t)); \
+	ODS_CF_FN(cuFileSetParameterPosixPoolSlabArray, CUfileError_t (*)(const size_t *, const size_t *, int)); \
+	ODS_CF_FN(cuFileGetParameterPosixPoolSlabArray, CUfileError_t (*)(size_t *, size_t *, int)); \
+	ODS_CF_FN(cuFileSetParameterGpuBounceBufferSlabArray, CUfileError_t (*)(const size_t *, const size_t *, int)); \
+	ODS_CF_FN(cuFileGetParameterGpuBounceBufferSlabArray, CUfileError_t (*)(size_t *, size_t *, int)); \
+	ODS_CF_FN(cuFileReadv, ssize_t (*)(CUfileHandle_t, const CUfileIOVec_t *, size_t, off_t, unsigned)); \
+	ODS_CF_FN(cuFileWritev, ssize_t (*)(CUfileHandle_t, const CUfileIOVec_t *, size_t, off_t, unsigned)); \
+	_Static_assert(1, "")
+
 #endif

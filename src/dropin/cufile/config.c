@@ -1,0 +1,449 @@
+/*
+ * The drop-in's configuration and queries (dropin.h): driver properties,
+ * the legacy setters, the parameter API, and the entry points of cuFile
+ * 1.20 that have no OpenDS meaning (statistics, PCIe topology, BAR size,
+ * peer-to-peer flags, slab arrays). Those answer what NVIDIA's cuFile
+ * answers with the feature off and never make up data; docs/cufile-dropin.md
+ * has the table.
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dropin.h"
+
+/* ---- configuration set through the API ---------------------------------- */
+
+/* Values are cuFile's units (KiB for sizes). "set" marks those set through
+ * the API; those with an OpenDS counterpart are given to OpenDS as its
+ * OPENDS_* variable at the next open. */
+enum { P_SIZE_N = CUFILE_PARAM_PROPERTIES_BATCH_IO_TIMEOUT_MS + 1,
+       P_BOOL_N = CUFILE_PARAM_GDS_FALLBACK_IO + 1,
+       P_STR_N = CUFILE_PARAM_RDMA_TRANSPORT + 1 };
+
+static const size_t size_default[P_SIZE_N] = {
+	[CUFILE_PARAM_PROFILE_STATS] = 0,
+	[CUFILE_PARAM_EXECUTION_MAX_IO_QUEUE_DEPTH] = 32,  /* OpenDS's default */
+	[CUFILE_PARAM_EXECUTION_MAX_IO_THREADS] = 4,       /* OpenDS's default */
+	[CUFILE_PARAM_EXECUTION_MIN_IO_THRESHOLD_SIZE_KB] = 8192,
+	[CUFILE_PARAM_EXECUTION_MAX_REQUEST_PARALLELISM] = 4,
+	[CUFILE_PARAM_PROPERTIES_MAX_DIRECT_IO_SIZE_KB] = 16384, /* OpenDS's 16 MiB */
+	[CUFILE_PARAM_PROPERTIES_MAX_DEVICE_CACHE_SIZE_KB] = 131072,
+	[CUFILE_PARAM_PROPERTIES_PER_BUFFER_CACHE_SIZE_KB] = 1024,
+	[CUFILE_PARAM_PROPERTIES_MAX_DEVICE_PINNED_MEM_SIZE_KB] = 33554432,
+	[CUFILE_PARAM_PROPERTIES_IO_BATCHSIZE] = 128,
+	[CUFILE_PARAM_POLLTHRESHOLD_SIZE_KB] = 4,
+	[CUFILE_PARAM_PROPERTIES_BATCH_IO_TIMEOUT_MS] = 5,
+};
+static const size_t size_min[P_SIZE_N] = {
+	[CUFILE_PARAM_EXECUTION_MAX_IO_QUEUE_DEPTH] = 1,
+	[CUFILE_PARAM_EXECUTION_MAX_IO_THREADS] = 1,
+	[CUFILE_PARAM_PROPERTIES_MAX_DIRECT_IO_SIZE_KB] = 4,
+	[CUFILE_PARAM_PROPERTIES_IO_BATCHSIZE] = 1,
+};
+static const size_t size_max[P_SIZE_N] = {
+	[CUFILE_PARAM_PROFILE_STATS] = 3,
+	[CUFILE_PARAM_EXECUTION_MAX_IO_QUEUE_DEPTH] = 4096,
+	[CUFILE_PARAM_EXECUTION_MAX_IO_THREADS] = 256,
+	[CUFILE_PARAM_EXECUTION_MIN_IO_THRESHOLD_SIZE_KB] = SIZE_MAX,
+	[CUFILE_PARAM_EXECUTION_MAX_REQUEST_PARALLELISM] = SIZE_MAX,
+	[CUFILE_PARAM_PROPERTIES_MAX_DIRECT_IO_SIZE_KB] = 1u << 20,
+	[CUFILE_PARAM_PROPERTIES_MAX_DEVICE_CACHE_SIZE_KB] = UINT_MAX,
+	[CUFILE_PARAM_PROPERTIES_PER_BUFFER_CACHE_SIZE_KB] = UINT_MAX,
+	[CUFILE_PARAM_PROPERTIES_MAX_DEVICE_PINNED_MEM_SIZE_KB] = UINT_MAX,
+	[CUFILE_PARAM_PROPERTIES_IO_BATCHSIZE] = 4096,
+	[CUFILE_PARAM_POLLTHRESHOLD_SIZE_KB] = SIZE_MAX,
+	[CUFILE_PARAM_PROPERTIES_BATCH_IO_TIMEOUT_MS] = UINT_MAX,
+};
+static const bool bool_default[P_BOOL_N] = {
+	[CUFILE_PARAM_PROPERTIES_ALLOW_COMPAT_MODE] = true,
+	[CUFILE_PARAM_EXECUTION_PARALLEL_IO] = true,
+	[CUFILE_PARAM_PROPERTIES_ALLOW_SYSTEM_MEMORY] = true,
+};
+static const char *const str_default[P_STR_N] = { "ERROR", "", "", "" };
+
+static size_t size_val[P_SIZE_N];
+static bool size_set[P_SIZE_N];
+static bool bool_val[P_BOOL_N];
+static char str_val[P_STR_N][256];
+static bool defaults_done;
+
+static void defaults_locked(void)
+{
+	if (defaults_done)
+		return;
+	memcpy(size_val, size_default, sizeof(size_val));
+	memcpy(bool_val, bool_default, sizeof(bool_val));
+	for (int i = 0; i < P_STR_N; i++)
+		snprintf(str_val[i], sizeof(str_val[i]), "%s", str_default[i]);
+	defaults_done = true;
+}
+
+/* Hand the values set through the API that OpenDS has a variable for to
+ * the coming opends_driver_open. */
+void cfd_config_apply_locked(void)
+{
+	static const struct {
+		int param;
+		const char *var;
+		size_t mult;
+	} map[] = {
+		{ CUFILE_PARAM_PROPERTIES_MAX_DIRECT_IO_SIZE_KB, "OPENDS_CHUNK_SIZE", 1024 },
+		{ CUFILE_PARAM_EXECUTION_MAX_IO_THREADS, "OPENDS_IO_THREADS", 1 },
+		{ CUFILE_PARAM_EXECUTION_MAX_IO_QUEUE_DEPTH, "OPENDS_QUEUE_DEPTH", 1 },
+	};
+	defaults_locked();
+	for (size_t i = 0; i < sizeof(map) / sizeof(*map); i++) {
+		if (!size_set[map[i].param])
+			continue;
+		char v[32];
+		snprintf(v, sizeof(v), "%zu", size_val[map[i].param] * map[i].mult);
+		setenv(map[i].var, v, 1);
+	}
+}
+
+static unsigned clamp_uint(size_t v)
+{
+	return v > UINT_MAX ? UINT_MAX : (unsigned)v;
+}
+
+EXPORT CUfileError_t cuFileDriverGetProperties(CUfileDrvProps_t *props)
+{
+	if (!props)
+		return cfd_st(CU_FILE_INVALID_VALUE, 0);
+	CUfileError_t e = cfd_ensure_open();
+	if (e.err)
+		return e;
+	opends_drv_props_t p;
+	opends_error_t oe = opends_driver_get_properties(&p);
+	if (oe.err)
+		return cfd_from_ods(oe);
+	memset(props, 0, sizeof(*props));
+	pthread_mutex_lock(&cfd_lock);
+	defaults_locked();
+	/* No nvidia-fs behind this library: no direct-path storage kinds,
+	 * version 0.0, compatibility mode allowed - what NVIDIA's cuFile
+	 * reports in compatibility mode. */
+	props->nvfs.major_version = 0;
+	props->nvfs.minor_version = 0;
+	props->nvfs.poll_thresh_size = size_val[CUFILE_PARAM_POLLTHRESHOLD_SIZE_KB];
+	props->nvfs.max_direct_io_size = p.max_direct_io_size / 1024;
+	props->nvfs.dstatusflags = 0;
+	props->nvfs.dcontrolflags = (1u << CU_FILE_ALLOW_COMPAT_MODE) |
+				    (bool_val[CUFILE_PARAM_PROPERTIES_USE_POLL_MODE] ? 1u << CU_FILE_USE_POLL_MODE : 0);
+	props->fflags = (1u << CU_FILE_BATCH_IO_SUPPORTED) | (1u << CU_FILE_STREAMS_SUPPORTED) |
+			(1u << CU_FILE_PARALLEL_IO_SUPPORTED);
+	props->max_device_cache_size = clamp_uint(size_val[CUFILE_PARAM_PROPERTIES_MAX_DEVICE_CACHE_SIZE_KB]);
+	props->per_buffer_cache_size = clamp_uint(size_val[CUFILE_PARAM_PROPERTIES_PER_BUFFER_CACHE_SIZE_KB]);
+	props->max_device_pinned_mem_size =
+		clamp_uint(size_val[CUFILE_PARAM_PROPERTIES_MAX_DEVICE_PINNED_MEM_SIZE_KB]);
+	size_t bs = size_val[CUFILE_PARAM_PROPERTIES_IO_BATCHSIZE];
+	props->max_batch_io_size = clamp_uint(bs < p.max_batch_io_size ? bs : p.max_batch_io_size);
+	props->max_batch_io_timeout_msecs = clamp_uint(size_val[CUFILE_PARAM_PROPERTIES_BATCH_IO_TIMEOUT_MS]);
+	pthread_mutex_unlock(&cfd_lock);
+	return cfd_st(CU_FILE_SUCCESS, 0);
+}
+
+/* The legacy setters work whether or not the driver is open; a value with
+ * an OpenDS counterpart takes effect at the next open of OpenDS. */
+static CUfileError_t set_size(int param, size_t v, int out_of_range)
+{
+	if (v < size_min[param] || v > size_max[param])
+		return cfd_st(out_of_range, 0);
+	if (param == CUFILE_PARAM_PROPERTIES_MAX_DIRECT_IO_SIZE_KB && v % 4)
+		return cfd_st(out_of_range, 0); /* OpenDS wants 4 KiB multiples */
+	pthread_mutex_lock(&cfd_lock);
+	defaults_locked();
+	size_val[param] = v;
+	size_set[param] = true;
+	pthread_mutex_unlock(&cfd_lock);
+	return cfd_st(CU_FILE_SUCCESS, 0);
+}
+
+EXPORT CUfileError_t cuFileDriverSetPollMode(bool poll, size_t poll_threshold_size)
+{
+	CUfileError_t e = set_size(CUFILE_PARAM_POLLTHRESHOLD_SIZE_KB, poll_threshold_size, CU_FILE_INVALID_VALUE);
+	if (e.err)
+		return e;
+	pthread_mutex_lock(&cfd_lock);
+	bool_val[CUFILE_PARAM_PROPERTIES_USE_POLL_MODE] = poll;
+	pthread_mutex_unlock(&cfd_lock);
+	return e;
+}
+
+EXPORT CUfileError_t cuFileDriverSetMaxDirectIOSize(size_t max_direct_io_size)
+{
+	return set_size(CUFILE_PARAM_PROPERTIES_MAX_DIRECT_IO_SIZE_KB, max_direct_io_size, CU_FILE_INVALID_VALUE);
+}
+
+EXPORT CUfileError_t cuFileDriverSetMaxCacheSize(size_t max_cache_size)
+{
+	return set_size(CUFILE_PARAM_PROPERTIES_MAX_DEVICE_CACHE_SIZE_KB, max_cache_size,
+			CU_FILE_DRIVER_UNSUPPORTED_LIMIT);
+}
+
+EXPORT CUfileError_t cuFileDriverSetMaxPinnedMemSize(size_t max_pinned_size)
+{
+	return set_size(CUFILE_PARAM_PROPERTIES_MAX_DEVICE_PINNED_MEM_SIZE_KB, max_pinned_size,
+			CU_FILE_DRIVER_UNSUPPORTED_LIMIT);
+}
+
+/* ---- configuration parameters (set before the driver opens) -------------- */
+
+EXPORT CUfileError_t cuFileGetParameterSizeT(CUFileSizeTConfigParameter_t param, size_t *value)
+{
+	if (!value || (unsigned)param >= P_SIZE_N)
+		return cfd_st(CU_FILE_INVALID_VALUE, 0);
+	pthread_mutex_lock(&cfd_lock);
+	defaults_locked();
+	*value = size_val[param];
+	pthread_mutex_unlock(&cfd_lock);
+	return cfd_st(CU_FILE_SUCCESS, 0);
+}
+
+EXPORT CUfileError_t cuFileGetParameterBool(CUFileBoolConfigParameter_t param, bool *value)
+{
+	if (!value || (unsigned)param >= P_BOOL_N)
+		return cfd_st(CU_FILE_INVALID_VALUE, 0);
+	pthread_mutex_lock(&cfd_lock);
+	defaults_locked();
+	*value = bool_val[param];
+	pthread_mutex_unlock(&cfd_lock);
+	return cfd_st(CU_FILE_SUCCESS, 0);
+}
+
+EXPORT CUfileError_t cuFileGetParameterString(CUFileStringConfigParameter_t param, char *desc_str, int len)
+{
+	if (!desc_str || len <= 0 || (unsigned)param >= P_STR_N)
+		return cfd_st(CU_FILE_INVALID_VALUE, 0);
+	pthread_mutex_lock(&cfd_lock);
+	defaults_locked();
+	snprintf(desc_str, (size_t)len, "%s", str_val[param]);
+	pthread_mutex_unlock(&cfd_lock);
+	return cfd_st(CU_FILE_SUCCESS, 0);
+}
+
+EXPORT CUfileError_t cuFileGetParameterMinMaxValue(CUFileSizeTConfigParameter_t param, size_t *min_value,
+						   size_t *max_value)
+{
+	if (!min_value || !max_value || (unsigned)param >= P_SIZE_N)
+		return cfd_st(CU_FILE_INVALID_VALUE, 0);
+	*min_value = size_min[param];
+	*max_value = size_max[param];
+	return cfd_st(CU_FILE_SUCCESS, 0);
+}
+
+EXPORT CUfileError_t cuFileSetParameterSizeT(CUFileSizeTConfigParameter_t param, size_t value)
+{
+	if ((unsigned)param >= P_SIZE_N)
+		return cfd_st(CU_FILE_INVALID_VALUE, 0);
+	if (atomic_load(&cfd_is_open))
+		return cfd_st(CU_FILE_DRIVER_ALREADY_OPEN, 0);
+	return set_size((int)param, value, CU_FILE_INVALID_VALUE);
+}
+
+EXPORT CUfileError_t cuFileSetParameterBool(CUFileBoolConfigParameter_t param, bool value)
+{
+	if ((unsigned)param >= P_BOOL_N)
+		return cfd_st(CU_FILE_INVALID_VALUE, 0);
+	if (atomic_load(&cfd_is_open))
+		return cfd_st(CU_FILE_DRIVER_ALREADY_OPEN, 0);
+	pthread_mutex_lock(&cfd_lock);
+	defaults_locked();
+	bool_val[param] = value;
+	pthread_mutex_unlock(&cfd_lock);
+	return cfd_st(CU_FILE_SUCCESS, 0);
+}
+
+EXPORT CUfileError_t cuFileSetParameterString(CUFileStringConfigParameter_t param, const char *desc_str)
+{
+	if (!desc_str || (unsigned)param >= P_STR_N || strlen(desc_str) >= sizeof(str_val[0]))
+		return cfd_st(CU_FILE_INVALID_VALUE, 0);
+	if (atomic_load(&cfd_is_open))
+		return cfd_st(CU_FILE_DRIVER_ALREADY_OPEN, 0);
+	pthread_mutex_lock(&cfd_lock);
+	defaults_locked();
+	snprintf(str_val[param], sizeof(str_val[param]), "%s", desc_str);
+	pthread_mutex_unlock(&cfd_lock);
+	return cfd_st(CU_FILE_SUCCESS, 0);
+}
+
+/* ---- statistics ---------------------------------------------------------- */
+
+/* The drop-in keeps no statistics: counting every call would put work on
+ * the data path. cuFile with statistics off (level 0, its default) is what
+ * it answers: level 0 is the only level, and the counters are "not
+ * enabled" (CU_FILE_INVALID_VALUE). Like NVIDIA's, these calls do not open
+ * the driver. */
+static CUfileError_t stats_driver(void)
+{
+	return cfd_st(atomic_load(&cfd_is_open) ? CU_FILE_SUCCESS : CU_FILE_DRIVER_NOT_INITIALIZED, 0);
+}
+
+EXPORT CUfileError_t cuFileSetStatsLevel(int level)
+{
+	return cfd_st(level == 0 ? CU_FILE_SUCCESS : CU_FILE_INVALID_VALUE, 0);
+}
+
+EXPORT CUfileError_t cuFileGetStatsLevel(int *level)
+{
+	if (!level)
+		return cfd_st(CU_FILE_INVALID_VALUE, 0);
+	*level = 0;
+	return cfd_st(CU_FILE_SUCCESS, 0);
+}
+
+EXPORT CUfileError_t cuFileStatsStart(void)
+{
+	CUfileError_t e = stats_driver();
+	/* starting needs a level set first, and only 0 can be */
+	return e.err ? e : cfd_st(CU_FILE_INVALID_VALUE, 0);
+}
+
+EXPORT CUfileError_t cuFileStatsStop(void)
+{
+	return stats_driver();
+}
+
+EXPORT CUfileError_t cuFileStatsReset(void)
+{
+	return stats_driver();
+}
+
+static CUfileError_t stats_get(const void *stats)
+{
+	if (!stats)
+		return cfd_st(CU_FILE_INVALID_VALUE, 0);
+	CUfileError_t e = stats_driver();
+	return e.err ? e : cfd_st(CU_FILE_INVALID_VALUE, 0);
+}
+
+EXPORT CUfileError_t cuFileGetStatsL1(CUfileStatsLevel1_t *stats)
+{
+	return stats_get(stats);
+}
+
+EXPORT CUfileError_t cuFileGetStatsL2(CUfileStatsLevel2_t *stats)
+{
+	return stats_get(stats);
+}
+
+EXPORT CUfileError_t cuFileGetStatsL3(CUfileStatsLevel3_t *stats)
+{
+	return stats_get(stats);
+}
+
+/* ---- platform: topology, BAR, peer-to-peer paths ------------------------- */
+
+/* OpenDS detects no PCIe topology: cuFile's answer when it has none. */
+EXPORT CUfileError_t cuFileExportPCIeTopology(const char *filename)
+{
+	if (!filename || !*filename)
+		return cfd_st(CU_FILE_INVALID_VALUE, 0);
+	CUfileError_t e = cfd_ensure_open();
+	return e.err ? e : cfd_st(CU_FILE_INTERNAL_ERROR, 0);
+}
+
+/* OpenDS maps no GPU memory into a BAR, so it knows no BAR size: every
+ * index is answered as one without a GPU behind it. */
+EXPORT CUfileError_t cuFileGetBARSizeInKB(int gpuIndex, size_t *barSize)
+{
+	(void)gpuIndex;
+	if (!barSize)
+		return cfd_st(CU_FILE_INVALID_VALUE, 0);
+	if (!atomic_load(&cfd_is_open))
+		return cfd_st(CU_FILE_DRIVER_NOT_INITIALIZED, 0);
+	return cfd_st(CU_FILE_INVALID_VALUE, 0);
+}
+
+/* OpenDS moves data through host memory only: no storage kind has a
+ * peer-to-peer path, and none can be turned on. */
+EXPORT CUfileError_t cuFileDriverGetP2PFlags(CUfileDriverStatusFlags_t status_flag, CUfileP2PFlags_t *p2p_flags)
+{
+	if (!p2p_flags)
+		return cfd_st(CU_FILE_INVALID_VALUE, 0);
+	if (!atomic_load(&cfd_is_open))
+		return cfd_st(CU_FILE_DRIVER_NOT_INITIALIZED, 0);
+	if ((unsigned)status_flag >= CU_FILE_MAX_TARGET_TYPES)
+		return cfd_st(CU_FILE_INVALID_VALUE, 0);
+	*p2p_flags = (CUfileP2PFlags_t)0;
+	return cfd_st(CU_FILE_SUCCESS, 0);
+}
+
+EXPORT CUfileError_t cuFileDriverSetP2PFlags(CUfileDriverStatusFlags_t status_flag, CUfileP2PFlags_t p2p_flags)
+{
+	if (!atomic_load(&cfd_is_open))
+		return cfd_st(CU_FILE_DRIVER_NOT_INITIALIZED, 0);
+	if ((unsigned)status_flag >= CU_FILE_MAX_TARGET_TYPES)
+		return cfd_st(CU_FILE_INVALID_VALUE, 0);
+	return cfd_st((unsigned)p2p_flags == 0 ? CU_FILE_SUCCESS : CU_FILE_PLATFORM_NOT_SUPPORTED, 0);
+}
+
+/* ---- slab arrays (stored only: OpenDS has no such pools) ----------------- */
+
+#define SLABS_MAX 64
+struct slabs {
+	int len; /* 0: nothing set */
+	size_t size[SLABS_MAX], count[SLABS_MAX];
+};
+static struct slabs posix_slabs, gpu_slabs;
+
+static CUfileError_t slabs_set(struct slabs *s, const size_t *size, const size_t *count, int len, bool gpu)
+{
+	if (!size || !count || len <= 0 || len > SLABS_MAX)
+		return cfd_st(CU_FILE_INVALID_VALUE, 0);
+	for (int i = 0; i < len; i++) {
+		if (!size[i] || !count[i])
+			return cfd_st(CU_FILE_INVALID_VALUE, 0);
+		/* GPU bounce buffers: 4 KiB multiples, ascending */
+		if (gpu && (size[i] % 4 || (i && size[i] <= size[i - 1])))
+			return cfd_st(CU_FILE_INVALID_VALUE, 0);
+	}
+	pthread_mutex_lock(&cfd_lock);
+	bool open = atomic_load(&cfd_is_open);
+	if (!open) {
+		s->len = len;
+		memcpy(s->size, size, (size_t)len * sizeof(*size));
+		memcpy(s->count, count, (size_t)len * sizeof(*count));
+	}
+	pthread_mutex_unlock(&cfd_lock);
+	return cfd_st(open ? CU_FILE_DRIVER_ALREADY_OPEN : CU_FILE_SUCCESS, 0);
+}
+
+/* The buffers must be exactly as long as what was set. */
+static CUfileError_t slabs_get(const struct slabs *s, size_t *size, size_t *count, int len)
+{
+	if (!size || !count || len <= 0)
+		return cfd_st(CU_FILE_INVALID_VALUE, 0);
+	pthread_mutex_lock(&cfd_lock);
+	bool ok = len == s->len;
+	if (ok) {
+		memcpy(size, s->size, (size_t)len * sizeof(*size));
+		memcpy(count, s->count, (size_t)len * sizeof(*count));
+	}
+	pthread_mutex_unlock(&cfd_lock);
+	return cfd_st(ok ? CU_FILE_SUCCESS : CU_FILE_INVALID_VALUE, 0);
+}
+
+EXPORT CUfileError_t cuFileSetParameterPosixPoolSlabArray(const size_t *size_values, const size_t *count_values,
+							   int len)
+{
+	return slabs_set(&posix_slabs, size_values, count_values, len, false);
+}
+
+EXPORT CUfileError_t cuFileGetParameterPosixPoolSlabArray(size_t *size_values, size_t *count_values, int len)
+{
+	return slabs_get(&posix_slabs, size_values, count_values, len);
+}
+
+EXPORT CUfileError_t cuFileSetParameterGpuBounceBufferSlabArray(const size_t *size_values,
+								 const size_t *count_values, int len)
+{
+	return slabs_set(&gpu_slabs, size_values, count_values, len, true);
+}
+
+EXPORT CUfileError_t cuFileGetParameterGpuBounceBufferSlabArray(size_t *size_values, size_t *count_values, int len)
+{
+	return slabs_get(&gpu_slabs, size_values, count_values, len);
+}

@@ -1,0 +1,43 @@
+/*
+ * What the drop-in's files share (cufile.c: driver, handles, I/O, batches,
+ * streams; config.c: properties, parameters, statistics and the platform
+ * queries). Nothing here is exported: libcufile.map exports cuFile* only.
+ */
+#ifndef ODS_DROPIN_H
+#define ODS_DROPIN_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "opends.h"
+
+#define ODS_CUFILE_NO_CUDA_H
+#include "cufile.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* Guards the driver's open state and the configuration. */
+extern pthread_mutex_t cfd_lock;
+/* OpenDS is open (by the drop-in or by the program). */
+extern atomic_bool cfd_is_open;
+
+static inline CUfileError_t cfd_st(int code, int cu)
+{
+	CUfileError_t e = { (CUfileOpError)code, (CUresult)cu };
+	return e;
+}
+
+static inline CUfileError_t cfd_from_ods(opends_error_t e)
+{
+	return cfd_st((int)e.err, e.err == OPENDS_DEVICE_DRIVER_ERROR ? e.backend_err : 0);
+}
+
+/* Open OpenDS if it is not (cuFile opens itself on first use). */
+CUfileError_t cfd_ensure_open(void);
+
+/* config.c: before OpenDS opens, hand it the values set through the API
+ * that it has a variable for (under cfd_lock). */
+void cfd_config_apply_locked(void);
+
+#endif
