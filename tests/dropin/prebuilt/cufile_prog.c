@@ -1,5 +1,5 @@
 /*
- * cufile_prog [--mem=host|device] DIR
+ * cufile_prog [--mem=host|device] [--gpu=N] DIR
  *
  * A cuFile program as users write it: built against NVIDIA's cufile.h and
  * linked against NVIDIA's libcufile.so.0 (tests/dropin/prebuilt/run.sh
@@ -9,6 +9,10 @@
  * line, so that the two libraries' answers can be compared line by line
  * (run.sh against the expected answers, gpu-compare.sh between libraries).
  * "#" lines are information that may differ (versions, properties).
+ *
+ * --gpu=N: device memory on GPU N: the driver is opened with GPU 0's
+ * context current, then GPU N's is made current and every buffer lives
+ * there (cuFile serves a buffer in the context it belongs to).
  *
  * Functions newer than cuFile 1.15 are looked up with dlsym, as programs
  * do that run on several releases, so the program builds and loads with
@@ -33,6 +37,7 @@
 #define FSIZE (1u << 20)
 
 static bool device;
+static int gpu;
 static uint8_t *oracle;
 
 #define FAIL(...)                                                  \
@@ -201,6 +206,8 @@ int main(int argc, char **argv)
 			device = true;
 		else if (!strcmp(argv[i], "--mem=host"))
 			device = false;
+		else if (!strncmp(argv[i], "--gpu=", 6))
+			device = true, gpu = atoi(argv[i] + 6);
 		else
 			dir = argv[i];
 	}
@@ -244,6 +251,16 @@ int main(int argc, char **argv)
 	printf("= props_null %d\n", (int)cuFileDriverGetProperties(NULL).err);
 	printf("# props nvfs %u.%u fflags 0x%x max_direct_io %zu KiB batch %u\n", props.nvfs.major_version,
 	       props.nvfs.minor_version, props.fflags, props.nvfs.max_direct_io_size, props.max_batch_io_size);
+	if (gpu) {
+		int dev = -1, r;
+		void *ctx = NULL;
+		if ((r = td.cuDeviceGet(&dev, gpu)) || (r = td.cuDevicePrimaryCtxRetain(&ctx, dev)) ||
+		    (r = td.cuCtxSetCurrent(ctx))) {
+			printf("SKIP: no GPU %d (CUresult %d)\n", gpu, r);
+			return 77;
+		}
+		td.ctx = ctx;
+	}
 	printf("= param_set_while_open %d\n",
 	       (int)cuFileSetParameterSizeT(CUFILE_PARAM_EXECUTION_MAX_IO_THREADS, 4).err);
 	newer_api(true);
@@ -387,6 +404,9 @@ int main(int argc, char **argv)
 	printf("= driver_close %d\n", (int)cuFileDriverClose().err);
 	unlink(path);
 	unlink(wpath);
-	printf("PASS: every byte as the file holds it (%s memory)\n", device ? "device" : "host");
+	if (device)
+		printf("PASS: every byte as the file holds it (memory of GPU %d)\n", gpu);
+	else
+		printf("PASS: every byte as the file holds it (host memory)\n");
 	return 0;
 }

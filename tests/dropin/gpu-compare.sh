@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# On the GPU machine: the prebuilt cuFile programs (tests/dropin/prebuilt/)
+# built against NVIDIA's cufile.h and libcufile.so.0 as users build them,
+# each run against NVIDIA's library and against OpenDS's drop-in; their
+# answers ("= name value" lines) are diffed and a summary printed. Exit 0
+# when every program passes on both libraries with the same answers.
+#
+# usage: tests/dropin/gpu-compare.sh [builddir]     (default build-gpu)
+#   the build must have the drop-in (bench/gpu-build.sh makes build-gpu);
+#   NV_INC / NV_LIB override NVIDIA's header folder and library
+#   (default /usr/local/cuda/include, /usr/local/cuda/lib64/libcufile.so.0);
+#   logs go to $OUT (default ./gpu-out/compare).
+# Runs: C program with host memory, with GPU 0's memory, and (two GPUs)
+# with GPU 1's memory while GPU 1's context is current; the C++ program
+# with host memory by LD_LIBRARY_PATH and by LD_PRELOAD.
+set -u
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+B=$(cd "${1:-build-gpu}" && pwd) || exit 1
+NV_INC=${NV_INC:-/usr/local/cuda/include}
+NV_LIB=${NV_LIB:-/usr/local/cuda/lib64/libcufile.so.0}
+OUT=${OUT:-$PWD/gpu-out}/compare
+here=$PWD/tests/dropin/prebuilt
+mkdir -p "$OUT"
+[ -f "$B/src/dropin/cufile/libcufile.so.0" ] || { echo "no drop-in in $B (build it first)"; exit 1; }
+[ -f "$NV_INC/cufile.h" ] && [ -f "$NV_LIB" ] || { echo "no NVIDIA cuFile at $NV_INC / $NV_LIB"; exit 1; }
+nv_dir=$(dirname "$NV_LIB")
+
+# The VM has no udev: cuFileHandleRegister fails with 5027 ("unable to get
+# volume attributes") until the block device under the file has a record
+# (docs: /work/shared/GPU-MACHINE.md). The files live in /var/tmp (ext4).
+work=/var/tmp/cufile-compare
+rm -rf "$work" && mkdir -p "$work" || exit 1
+mkdir -p /run/udev/data
+dev=$(stat -c '%Hd:%Ld' "$work")
+[ -f "/run/udev/data/b$dev" ] ||
+	printf 'E:ID_FS_USAGE=filesystem\nE:ID_FS_TYPE=ext4\n' >"/run/udev/data/b$dev"
+
+# build as users do (the C++ program with --as-needed, Ubuntu's default)
+gcc -std=c11 -Wall -Wextra -O1 -I"$NV_INC" "$here/cufile_prog.c" -o "$OUT/cufile_prog" \
+	-L"$nv_dir" -l:libcufile.so.0 -ldl || exit 1
+g++ -std=c++17 -Wall -Wextra -O1 -I"$NV_INC" "$here/cufile_prog.cpp" -o "$OUT/cufile_prog_cxx" \
+	-Wl,--as-needed -L"$nv_dir" -l:libcufile.so.0 || exit 1
+echo "built against $NV_LIB (cuFile $(readlink -f "$NV_LIB" | sed 's/.*\.so\.//'))"
+echo "the C++ program NEEDs: $(readelf -d "$OUT/cufile_prog_cxx" | sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p' | tr '\n' ' ')"
+
+ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+cd "$work" || exit 1 # NVIDIA's cuFile writes cufile.log into the working folder
+runs=("c-host|cufile_prog|--mem=host" "c-gpu0|cufile_prog|--mem=device")
+[ "$ngpu" -ge 2 ] && runs+=("c-gpu1|cufile_prog|--gpu=1")
+runs+=("cxx-host|cufile_prog_cxx|")
+
+same=0 differ=0 failed=0
+summary=()
+# one run: $1 name, $2 library (nvidia|dropin|preload), $3 program, $4 args
+run1() {
+	local log=$OUT/$1.$2.out rc
+	mkdir -p "$work/$1.$2"
+	case $2 in
+	nvidia) LD_LIBRARY_PATH=$nv_dir timeout 300 "$OUT/$3" $4 "$work/$1.$2" >"$log" 2>&1 ;;
+	dropin) OPENDS_ACCEL=cuda LD_LIBRARY_PATH=$B/src/dropin/cufile:$B/src timeout 300 "$OUT/$3" $4 \
+		"$work/$1.$2" >"$log" 2>&1 ;;
+	preload) OPENDS_ACCEL=cuda LD_PRELOAD=$B/src/dropin/cufile/libcufile.so.0 \
+		LD_LIBRARY_PATH=$nv_dir:$B/src timeout 300 "$OUT/$3" $4 "$work/$1.$2" >"$log" 2>&1 ;;
+	esac
+	rc=$?
+	echo "$rc"
+}
+for r in "${runs[@]}"; do
+	IFS='|' read -r name prog args <<<"$r"
+	echo
+	echo "=== $name: $prog $args"
+	rc_nv=$(run1 "$name" nvidia "$prog" "$args")
+	rc_od=$(run1 "$name" dropin "$prog" "$args")
+	echo "NVIDIA: rc $rc_nv, $(grep -E '^(PASS|SKIP|FAIL)' "$OUT/$name.nvidia.out" | head -1)"
+	echo "drop-in: rc $rc_od, $(grep -E '^(PASS|SKIP|FAIL)' "$OUT/$name.dropin.out" | head -1)"
+	[ "$rc_od" = 0 ] || { grep -v '^[=#]' "$OUT/$name.dropin.out" | tail -5; }
+	[ "$rc_nv" = 0 ] || { grep -v '^[=#]' "$OUT/$name.nvidia.out" | tail -5; }
+	if diff <(grep '^= ' "$OUT/$name.nvidia.out") <(grep '^= ' "$OUT/$name.dropin.out") >"$OUT/$name.diff"; then
+		verdict="same answers ($(grep -c '^= ' "$OUT/$name.dropin.out") lines)"
+		[ "$rc_nv" = "$rc_od" ] && same=$((same + 1)) || differ=$((differ + 1))
+	else
+		verdict="answers differ: $(grep -c '^[<>]' "$OUT/$name.diff") lines (< NVIDIA, > drop-in)"
+		differ=$((differ + 1))
+		cat "$OUT/$name.diff"
+	fi
+	[ "$rc_od" = 0 ] || [ "$rc_od" = 77 ] || failed=$((failed + 1))
+	summary+=("$name: NVIDIA rc $rc_nv, drop-in rc $rc_od, $verdict")
+done
+
+echo
+echo "=== cxx-host by LD_PRELOAD, NVIDIA's folder first on LD_LIBRARY_PATH"
+rc_pre=$(run1 cxx-host preload cufile_prog_cxx "")
+echo "rc $rc_pre: $(grep -E '^(PASS|FAIL)' "$OUT/cxx-host.preload.out" | head -1)"
+[ "$rc_pre" = 0 ] || failed=$((failed + 1))
+summary+=("cxx-host by LD_PRELOAD: rc $rc_pre")
+
+cp "$work"/cufile.log "$OUT/" 2>/dev/null
+cd / && rm -rf "$work"
+echo
+echo "=== SUMMARY (logs in $OUT)"
+printf '%s\n' "${summary[@]}"
+echo "$same runs with the same answers, $differ differ, $failed drop-in failures"
+[ "$differ" = 0 ] && [ "$failed" = 0 ]
