@@ -177,7 +177,7 @@ typedef ods_err_t (*opends_sync_fn)(void *stream);
 static void stream_sync(void)
 {
 	if (device)
-		td.cuStreamSynchronize(NULL);
+		td_sync_default_stream();
 	if (O.stream_sync) /* the drop-in on host-ordered queues */
 		((opends_sync_fn)O.stream_sync)(NULL);
 }

@@ -1,85 +1,56 @@
 /*
  * The few CUDA driver calls the gds and cuFile tests need for device
- * memory, loaded from libcuda.so.1 at run time so the tests build
- * everywhere. td_init() returns false (with a reason) where there is no
- * driver or no GPU; the tests then skip.
+ * memory, through OpenDS's one libcuda loader (src/vendor/cuda_api.h)
+ * where the build has cuda.h (the test defines ODS_TEST_HAVE_CUDA and
+ * links cuda_api_dep). Without cuda.h the tests build all the same and
+ * td_init() returns false with the reason; so it does where there is no
+ * driver or no GPU. The tests then skip their device-memory parts.
  */
 #ifndef ODS_TEST_CUDRV_H
 #define ODS_TEST_CUDRV_H
 
-#include <dlfcn.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef unsigned long long td_ptr; /* CUdeviceptr */
-
-static struct {
-	void *lib;
-	void *ctx;
-	int (*cuInit)(unsigned);
-	int (*cuDeviceGet)(int *, int);
-	int (*cuDevicePrimaryCtxRetain)(void **, int);
-	int (*cuCtxSetCurrent)(void *);
-	int (*cuMemAlloc)(td_ptr *, size_t);
-	int (*cuMemFree)(td_ptr);
-	int (*cuMemcpyHtoD)(td_ptr, const void *, size_t);
-	int (*cuMemcpyDtoH)(void *, td_ptr, size_t);
-	int (*cuMemsetD8)(td_ptr, unsigned char, size_t);
-	int (*cuStreamSynchronize)(void *);
-	int (*cuCtxSynchronize)(void);
-	int (*cuMemHostAlloc)(void **, size_t, unsigned);
-	int (*cuMemFreeHost)(void *);
-} td;
+#ifdef ODS_TEST_HAVE_CUDA
+#include "cuda_api.h"
+#endif
 
 static char td_why[256];
+
+#ifdef ODS_TEST_HAVE_CUDA
+
+static CUcontext td_ctx;
+
+#define TD_OK(call)                                                                   \
+	do {                                                                          \
+		CUresult r_ = (call);                                                 \
+		if (r_ != CUDA_SUCCESS) {                                             \
+			fprintf(stderr, "FAIL: %s: %s\n", #call, ods_cu_errstr(r_)); \
+			exit(1);                                                      \
+		}                                                                     \
+	} while (0)
 
 /* Load the driver, make device 0's primary context current. */
 static inline bool td_init(void)
 {
-	if (td.ctx)
+	if (td_ctx)
 		return true;
-	td.lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-	if (!td.lib) {
-		snprintf(td_why, sizeof td_why, "no CUDA driver (libcuda.so.1: %s)", dlerror());
+	if (ods_cu_load(td_why, sizeof td_why) != ODS_CU_OK)
+		return false;
+	CUdevice dev;
+	CUcontext ctx = NULL;
+	CUresult r;
+	if ((r = ods_cu.cuDeviceGet(&dev, 0)) != CUDA_SUCCESS ||
+	    (r = ods_cu.cuDevicePrimaryCtxRetain(&ctx, dev)) != CUDA_SUCCESS ||
+	    (r = ods_cu.cuCtxSetCurrent(ctx)) != CUDA_SUCCESS) {
+		snprintf(td_why, sizeof td_why, "no GPU context for device 0 (%s)", ods_cu_errstr(r));
 		return false;
 	}
-	struct {
-		const char *name;
-		void **fn;
-	} syms[] = {
-		{ "cuInit", (void **)&td.cuInit },
-		{ "cuDeviceGet", (void **)&td.cuDeviceGet },
-		{ "cuDevicePrimaryCtxRetain", (void **)&td.cuDevicePrimaryCtxRetain },
-		{ "cuCtxSetCurrent", (void **)&td.cuCtxSetCurrent },
-		{ "cuMemAlloc_v2", (void **)&td.cuMemAlloc },
-		{ "cuMemFree_v2", (void **)&td.cuMemFree },
-		{ "cuMemcpyHtoD_v2", (void **)&td.cuMemcpyHtoD },
-		{ "cuMemcpyDtoH_v2", (void **)&td.cuMemcpyDtoH },
-		{ "cuMemsetD8_v2", (void **)&td.cuMemsetD8 },
-		{ "cuStreamSynchronize", (void **)&td.cuStreamSynchronize },
-		{ "cuCtxSynchronize", (void **)&td.cuCtxSynchronize },
-		{ "cuMemHostAlloc", (void **)&td.cuMemHostAlloc },
-		{ "cuMemFreeHost", (void **)&td.cuMemFreeHost },
-	};
-	for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++)
-		if (!(*syms[i].fn = dlsym(td.lib, syms[i].name))) {
-			snprintf(td_why, sizeof td_why, "libcuda.so.1 has no %s", syms[i].name);
-			return false;
-		}
-	int dev = 0, r;
-	if ((r = td.cuInit(0)) != 0) {
-		snprintf(td_why, sizeof td_why, "cuInit failed (%d): no usable GPU", r);
-		return false;
-	}
-	if ((r = td.cuDeviceGet(&dev, 0)) != 0 || (r = td.cuDevicePrimaryCtxRetain(&td.ctx, dev)) != 0 ||
-	    (r = td.cuCtxSetCurrent(td.ctx)) != 0) {
-		snprintf(td_why, sizeof td_why, "no GPU context for device 0 (CUresult %d)", r);
-		td.ctx = NULL;
-		return false;
-	}
+	td_ctx = ctx;
 	return true;
 }
 
@@ -87,51 +58,44 @@ static inline bool td_init(void)
  * starts with none, and driver calls on it fail with INVALID_CONTEXT). */
 static inline void td_bind_thread(void)
 {
-	if (td.ctx)
-		td.cuCtxSetCurrent(td.ctx);
+	if (td_ctx)
+		ods_cu.cuCtxSetCurrent(td_ctx);
 }
 
 static inline void *td_alloc(size_t n)
 {
-	td_ptr p = 0;
-	int r = td.cuMemAlloc(&p, n ? n : 1);
-	if (r != 0) {
-		fprintf(stderr, "FAIL: cuMemAlloc(%zu): %d\n", n, r);
-		exit(1);
-	}
+	CUdeviceptr p = 0;
+	TD_OK(ods_cu.cuMemAlloc(&p, n ? n : 1));
 	return (void *)(uintptr_t)p;
 }
 
 static inline void td_free(void *p)
 {
-	td.cuMemFree((td_ptr)(uintptr_t)p);
+	ods_cu.cuMemFree((CUdeviceptr)(uintptr_t)p);
 }
 
 static inline void td_to_dev(void *dst, const void *src, size_t n)
 {
-	int r = n ? td.cuMemcpyHtoD((td_ptr)(uintptr_t)dst, src, n) : 0;
-	if (r != 0) {
-		fprintf(stderr, "FAIL: cuMemcpyHtoD(%zu): %d\n", n, r);
-		exit(1);
-	}
+	if (n)
+		TD_OK(ods_cu.cuMemcpyHtoD((CUdeviceptr)(uintptr_t)dst, src, n));
 }
 
 static inline void td_to_host(void *dst, const void *src, size_t n)
 {
-	int r = n ? td.cuMemcpyDtoH(dst, (td_ptr)(uintptr_t)src, n) : 0;
-	if (r != 0) {
-		fprintf(stderr, "FAIL: cuMemcpyDtoH(%zu): %d\n", n, r);
-		exit(1);
-	}
+	if (n)
+		TD_OK(ods_cu.cuMemcpyDtoH(dst, (CUdeviceptr)(uintptr_t)src, n));
 }
 
 static inline void td_memset(void *p, unsigned char v, size_t n)
 {
-	int r = n ? td.cuMemsetD8((td_ptr)(uintptr_t)p, v, n) : 0;
-	if (r != 0) {
-		fprintf(stderr, "FAIL: cuMemsetD8(%zu): %d\n", n, r);
-		exit(1);
-	}
+	if (n)
+		TD_OK(ods_cu.cuMemsetD8((CUdeviceptr)(uintptr_t)p, v, n));
+}
+
+/* Wait for the default (NULL) stream. */
+static inline void td_sync_default_stream(void)
+{
+	ods_cu.cuStreamSynchronize(NULL);
 }
 
 /* The pinned host-to-device copy ceiling in GB/s: one n-byte copy from
@@ -139,24 +103,84 @@ static inline void td_memset(void *p, unsigned char v, size_t n)
 static inline double td_h2d_ceiling(size_t n, double (*clock)(void))
 {
 	void *h = NULL;
-	td_ptr d = 0;
+	CUdeviceptr d = 0;
 	double best = 0;
-	if (td.cuMemHostAlloc(&h, n, 0) != 0)
+	if (ods_cu.cuMemHostAlloc(&h, n, 0) != CUDA_SUCCESS)
 		return 0;
-	if (td.cuMemAlloc(&d, n) == 0) {
+	if (ods_cu.cuMemAlloc(&d, n) == CUDA_SUCCESS) {
 		memset(h, 1, n);
-		td.cuMemcpyHtoD(d, h, n);
+		ods_cu.cuMemcpyHtoD(d, h, n);
 		for (int i = 0; i < 5; i++) {
 			double t0 = clock();
-			if (td.cuMemcpyHtoD(d, h, n) != 0)
+			if (ods_cu.cuMemcpyHtoD(d, h, n) != CUDA_SUCCESS)
 				break;
 			double gbs = (double)n / (clock() - t0) / 1e9;
 			best = gbs > best ? gbs : best;
 		}
-		td.cuMemFree(d);
+		ods_cu.cuMemFree(d);
 	}
-	td.cuMemFreeHost(h);
+	ods_cu.cuMemFreeHost(h);
 	return best;
 }
+
+#else /* built without cuda.h: no device memory; nothing below is reached */
+
+static inline bool td_init(void)
+{
+	snprintf(td_why, sizeof td_why, "built without cuda.h: no device memory");
+	return false;
+}
+
+static inline void td_unreachable(void)
+{
+	fprintf(stderr, "FAIL: device memory used in a build without cuda.h\n");
+	abort();
+}
+
+static inline void td_bind_thread(void)
+{
+}
+
+static inline void *td_alloc(size_t n)
+{
+	(void)n;
+	td_unreachable();
+	return NULL;
+}
+
+static inline void td_free(void *p)
+{
+	(void)p;
+}
+
+static inline void td_to_dev(void *dst, const void *src, size_t n)
+{
+	(void)dst, (void)src, (void)n;
+	td_unreachable();
+}
+
+static inline void td_to_host(void *dst, const void *src, size_t n)
+{
+	(void)dst, (void)src, (void)n;
+	td_unreachable();
+}
+
+static inline void td_memset(void *p, unsigned char v, size_t n)
+{
+	(void)p, (void)v, (void)n;
+	td_unreachable();
+}
+
+static inline void td_sync_default_stream(void)
+{
+}
+
+static inline double td_h2d_ceiling(size_t n, double (*clock)(void))
+{
+	(void)n, (void)clock;
+	return 0;
+}
+
+#endif
 
 #endif

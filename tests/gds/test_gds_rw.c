@@ -24,6 +24,11 @@
 #include "../common.h"
 #include "cudrv.h"
 
+#include <dlfcn.h>
+
+#include "cufile.h"
+#include "cufile_api.h"
+
 #include <sys/sysmacros.h>
 
 static const uint8_t *oracle;
@@ -35,52 +40,36 @@ static size_t scratch_len;
 
 /* ---- which path the backend's handle took ------------------------------- */
 
-typedef struct {
-	int err;
-	int cu_err;
-} cf_err_t;
-typedef struct {
-	int type;
-	union {
-		int fd;
-		void *handle;
-	} handle;
-	const void *fs_ops;
-} cf_descr_t;
-
-static cf_err_t (*p_register)(void **fh, cf_descr_t *d);
-static void (*p_deregister)(void *fh);
+static struct ods_cufile_api cf; /* src/vendor/cufile_api.h */
 
 static void load_cufile_probe(void)
 {
 	const char *path = getenv("OPENDS_CUFILE_LIBRARY");
+	char why[256];
 	/* the backend has loaded it: NOLOAD finds the same copy */
-	void *lib = dlopen(path && *path ? path : "libcufile.so.0", RTLD_NOW | RTLD_NOLOAD);
-	if (!lib)
-		return;
-	*(void **)&p_register = dlsym(lib, "cuFileHandleRegister");
-	*(void **)&p_deregister = dlsym(lib, "cuFileHandleDeregister");
+	if (ods_cufile_load(&cf, path && *path ? path : "libcufile.so.0", RTLD_NOLOAD, why, sizeof why))
+		memset(&cf, 0, sizeof cf);
 }
 
 /* "cufile", or "posix" with the reason printed. */
 static bool on_cufile_path(int fd, const char *what)
 {
-	if (!p_register || !p_deregister) {
+	if (!cf.lib) {
 		printf("NOTE: %s: cannot tell the handle's path (libcufile not found with RTLD_NOLOAD)\n", what);
 		return true;
 	}
-	cf_descr_t d;
+	CUfileDescr_t d;
 	memset(&d, 0, sizeof d);
-	d.type = 1; /* CU_FILE_HANDLE_TYPE_OPAQUE_FD */
+	d.type = CU_FILE_HANDLE_TYPE_OPAQUE_FD;
 	d.handle.fd = fd;
-	void *fh = NULL;
-	cf_err_t e = p_register(&fh, &d);
-	if (e.err == 5028) { /* CU_FILE_HANDLE_ALREADY_REGISTERED: the backend has it */
+	CUfileHandle_t fh = NULL;
+	CUfileError_t e = cf.cuFileHandleRegister(&fh, &d);
+	if (e.err == CU_FILE_HANDLE_ALREADY_REGISTERED) { /* the backend has it */
 		printf("PATH: %s: cuFile (cuFileHandleRegister of the same fd says already registered)\n", what);
 		return true;
 	}
 	if (e.err == 0)
-		p_deregister(fh);
+		cf.cuFileHandleDeregister(fh);
 	struct stat st;
 	fstat(fd, &st);
 	printf("PATH: %s: POSIX fallback - cuFile refuses this file (a second cuFileHandleRegister returned %d).\n"
@@ -88,7 +77,7 @@ static bool on_cufile_path(int fd, const char *what)
 	       "      mkdir -p /run/udev/data && printf 'E:ID_FS_USAGE=filesystem\\nE:ID_FS_TYPE=ext4\\n' > "
 	       "/run/udev/data/b%u:%u\n"
 	       "      tmpfs files are never accepted: point TMPDIR at a disk-backed file system.\n",
-	       what, e.err, major(st.st_dev), minor(st.st_dev));
+	       what, (int)e.err, major(st.st_dev), minor(st.st_dev));
 	return false;
 }
 
