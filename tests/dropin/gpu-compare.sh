@@ -8,7 +8,8 @@
 # usage: tests/dropin/gpu-compare.sh [builddir]     (default build-gpu)
 #   the build must have the drop-in (bench/gpu-build.sh makes build-gpu);
 #   NV_INC / NV_LIB override NVIDIA's header folder and library
-#   (default /usr/local/cuda/include, /usr/local/cuda/lib64/libcufile.so.0);
+#   (default /usr/local/cuda/include, /usr/local/cuda/lib64/libcufile.so.0),
+#   CUDA_DIR the toolkit (cuda.h, lib64/stubs/libcuda.so; /usr/local/cuda);
 #   logs go to $OUT (default ./gpu-out/compare).
 # Runs: C program with host memory, with GPU 0's memory, and (two GPUs)
 # with GPU 1's memory while GPU 1's context is current; the C++ program
@@ -36,8 +37,9 @@ dev=$(stat -c '%Hd:%Ld' "$work")
 	printf 'E:ID_FS_USAGE=filesystem\nE:ID_FS_TYPE=ext4\n' >"/run/udev/data/b$dev"
 
 # build as users do (the C++ program with --as-needed, Ubuntu's default)
-gcc -std=c11 -Wall -Wextra -O1 -I"$NV_INC" "$here/cufile_prog.c" -o "$OUT/cufile_prog" \
-	-L"$nv_dir" -l:libcufile.so.0 -ldl || exit 1
+CUDA_DIR=${CUDA_DIR:-/usr/local/cuda}
+gcc -std=c11 -Wall -Wextra -O1 -DPROG_CUDA -I"$NV_INC" -I"$CUDA_DIR/include" "$here/cufile_prog.c" \
+	-o "$OUT/cufile_prog" -L"$nv_dir" -l:libcufile.so.0 -L"$CUDA_DIR/lib64/stubs" -lcuda -ldl || exit 1
 g++ -std=c++17 -Wall -Wextra -O1 -I"$NV_INC" "$here/cufile_prog.cpp" -o "$OUT/cufile_prog_cxx" \
 	-Wl,--as-needed -L"$nv_dir" -l:libcufile.so.0 || exit 1
 echo "built against $NV_LIB (cuFile $(readlink -f "$NV_LIB" | sed 's/.*\.so\.//'))"

@@ -14,6 +14,9 @@
  * context current, then GPU N's is made current and every buffer lives
  * there (cuFile serves a buffer in the context it belongs to).
  *
+ * Device memory needs the program built with -DPROG_CUDA and -lcuda (as
+ * CUDA programs are; gpu-compare.sh does); without, it has host memory only.
+ *
  * Functions newer than cuFile 1.15 are looked up with dlsym, as programs
  * do that run on several releases, so the program builds and loads with
  * cuFile 1.15 and later.
@@ -32,7 +35,26 @@
 
 #include <cufile.h>
 
-#include "../../gds/cudrv.h"
+#ifdef PROG_CUDA
+/* the CUDA driver API, linked (-lcuda) */
+static CUcontext ctx;
+static const char *cu_init(int dev_index)
+{
+	CUdevice dev;
+	if (cuInit(0) != CUDA_SUCCESS)
+		return "cuInit failed: no usable GPU";
+	if (cuDeviceGet(&dev, dev_index) != CUDA_SUCCESS || cuDevicePrimaryCtxRetain(&ctx, dev) != CUDA_SUCCESS ||
+	    cuCtxSetCurrent(ctx) != CUDA_SUCCESS)
+		return "no such GPU";
+	return NULL;
+}
+#define CU_OK(call)                                                      \
+	do {                                                             \
+		CUresult r_ = (call);                                    \
+		if (r_ != CUDA_SUCCESS)                                  \
+			FAIL("%s: CUresult %d", #call, (int)r_);         \
+	} while (0)
+#endif
 
 #define FSIZE (1u << 20)
 
@@ -56,8 +78,13 @@ static uint8_t pat(size_t i)
 static void *m_alloc(size_t n)
 {
 	void *p = NULL;
-	if (device)
-		return td_alloc(n);
+#ifdef PROG_CUDA
+	if (device) {
+		CUdeviceptr d = 0;
+		CU_OK(cuMemAlloc(&d, n));
+		return (void *)(uintptr_t)d;
+	}
+#endif
 	if (posix_memalign(&p, 4096, n))
 		FAIL("out of memory");
 	return p;
@@ -65,18 +92,24 @@ static void *m_alloc(size_t n)
 
 static void m_get(void *dst, const void *src, size_t n)
 {
-	if (device)
-		td_to_host(dst, src, n);
-	else
-		memcpy(dst, src, n);
+#ifdef PROG_CUDA
+	if (device) {
+		CU_OK(cuMemcpyDtoH(dst, (CUdeviceptr)(uintptr_t)src, n));
+		return;
+	}
+#endif
+	memcpy(dst, src, n);
 }
 
 static void m_put(void *dst, const void *src, size_t n)
 {
-	if (device)
-		td_to_dev(dst, src, n);
-	else
-		memcpy(dst, src, n);
+#ifdef PROG_CUDA
+	if (device) {
+		CU_OK(cuMemcpyHtoD((CUdeviceptr)(uintptr_t)dst, src, n));
+		return;
+	}
+#endif
+	memcpy(dst, src, n);
 }
 
 static void check_bytes(const void *buf, size_t boff, size_t off, size_t n, const char *what)
@@ -215,9 +248,16 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: %s [--mem=host|device] DIR\n", argv[0]);
 		return 2;
 	}
-	if (device && !td_init()) {
-		printf("SKIP: %s\n", td_why);
-		return 77;
+	if (device) {
+#ifdef PROG_CUDA
+		const char *why = cu_init(0);
+#else
+		const char *why = "built without -DPROG_CUDA: host memory only";
+#endif
+		if (why) {
+			printf("SKIP: %s\n", why);
+			return 77;
+		}
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	CUfileError_t e;
@@ -251,16 +291,12 @@ int main(int argc, char **argv)
 	printf("= props_null %d\n", (int)cuFileDriverGetProperties(NULL).err);
 	printf("# props nvfs %u.%u fflags 0x%x max_direct_io %zu KiB batch %u\n", props.nvfs.major_version,
 	       props.nvfs.minor_version, props.fflags, props.nvfs.max_direct_io_size, props.max_batch_io_size);
-	if (gpu) {
-		int dev = -1, r;
-		void *ctx = NULL;
-		if ((r = td.cuDeviceGet(&dev, gpu)) || (r = td.cuDevicePrimaryCtxRetain(&ctx, dev)) ||
-		    (r = td.cuCtxSetCurrent(ctx))) {
-			printf("SKIP: no GPU %d (CUresult %d)\n", gpu, r);
-			return 77;
-		}
-		td.ctx = ctx;
+#ifdef PROG_CUDA
+	if (gpu && cu_init(gpu)) {
+		printf("SKIP: no GPU %d\n", gpu);
+		return 77;
 	}
+#endif
 	printf("= param_set_while_open %d\n",
 	       (int)cuFileSetParameterSizeT(CUFILE_PARAM_EXECUTION_MAX_IO_THREADS, 4).err);
 	newer_api(true);

@@ -85,7 +85,15 @@ fi
 # 5. LD_PRELOAD wins even when NVIDIA's library is first on the search
 # path (pip-installed programs load theirs by path): NVIDIA's is then not
 # loaded at all, its SONAME being taken (without a GPU it would hang).
-if LD_PRELOAD=$dropin LD_LIBRARY_PATH=$nv_dir:$build/src timeout 120 "$tmp/cufile_prog_cxx" "$tmp/data" \
+# (a sanitized build: its runtimes must come first)
+preload=$dropin
+case $san in
+*undefined*) preload="$($CC -print-file-name=libubsan.so) $preload" ;;
+esac
+case $san in
+*address*) preload="$($CC -print-file-name=libasan.so) $preload" ;;
+esac
+if LD_PRELOAD=$preload LD_LIBRARY_PATH=$nv_dir:$build/src timeout 120 "$tmp/cufile_prog_cxx" "$tmp/data" \
 	>"$tmp/pre.out" 2>&1; then
 	echo "ok: LD_PRELOAD=<drop-in> with NVIDIA's folder first on LD_LIBRARY_PATH: $(grep '^PASS' "$tmp/pre.out")"
 else
