@@ -33,8 +33,15 @@ static inline off_t ods_align_down(off_t x)
 {
 	return x & ~((off_t)ODS_ALIGN - 1);
 }
+/* The next block boundary at or above x (x >= 0); for x in the last
+ * partial block below the largest off_t, where that boundary is not an
+ * off_t, the largest off_t itself: no whole block starts at or after x
+ * there, which is what every caller asks (x + ODS_ALIGN - 1 overflowed,
+ * issue 15 item 13). */
 static inline off_t ods_align_up(off_t x)
 {
+	if (x > INT64_MAX - ((off_t)ODS_ALIGN - 1))
+		return INT64_MAX;
 	return (x + (off_t)ODS_ALIGN - 1) & ~((off_t)ODS_ALIGN - 1);
 }
 /* [off, off + size) as an unaligned head, a middle of whole blocks that
@@ -46,6 +53,7 @@ struct ods_blocks {
  * as one piece */
 static inline bool ods_split_blocks(off_t off, size_t size, off_t mid_end, struct ods_blocks *s)
 {
+	/* callers have checked that off + size is an off_t (ods_io_prepare) */
 	off_t end = off + (off_t)size;
 	off_t m0 = ods_align_up(off), m1 = ods_align_down(mid_end < end ? mid_end : end);
 	if (m1 <= m0)
