@@ -461,7 +461,8 @@ def main():
             kvikio.defaults.set({"num_threads": best[1], "task_size": best[2]})
         cfgname = (f"kvikio {kvikio.defaults.get('num_threads')} threads x {kvikio.defaults.get('task_size') >> 20} MiB"
                    f" compat {a.compat}")
-        for cache in a.cache.split(","):
+        caches = [c for c in ("cold", "hot") if c in a.cache.split(",") or f"{ds}:{c}" in a.cache.split(",")]
+        for cache in caches:
             for mode in modes:
                 try:
                     r = run(mode, cache == "cold", cfgname)

@@ -49,7 +49,8 @@ static void usage(FILE *f)
 		"  --modes LIST        dataset legs: sync,async,stream,batch\n"
 		"  --callers LIST      caller legs: %s, all or none (default all)\n"
 		"  --backends LIST     auto, ref, uring, gds, or none for ceilings and peers only (default auto)\n"
-		"  --cache LIST        cold,hot: page cache dropped, or files read once first (default cold)\n"
+		"  --cache LIST        cold,hot: page cache dropped, or files read once first (default cold);\n"
+		"                      DATASET:cold or DATASET:hot for one dataset only\n"
 		"  --threads N         threads of the sync legs and their ceilings (default 8)\n"
 		"  --repeat N          runs per leg, median kept (default 0: 3 for legs under 1 s, else 1)\n"
 		"  --big-size SIZE     the caller legs' big file, e.g. 8G, 256M (default 8G)\n"
@@ -309,8 +310,13 @@ int main(int argc, char **argv)
 	for (unsigned i = 0; i < ds_nspecs && nds < 7; i++)
 		ds_names[nds++] = ds_specs[i].name;
 	ds_names[nds] = NULL;
+	char ds_caches[512] = ""; /* DATASET:cold and DATASET:hot, for --cache */
+	for (unsigned i = 0; i < nds; i++)
+		for (unsigned k = 0; all_caches[k]; k++)
+			snprintf(ds_caches + strlen(ds_caches), sizeof(ds_caches) - strlen(ds_caches), "%s%s:%s",
+				 ds_caches[0] ? "," : "", ds_names[i], all_caches[k]);
 	if (!check_list("--datasets", opt.datasets, ds_names, "none") ||
-	    !check_list("--modes", opt.modes, all_modes, NULL) || !check_list("--cache", opt.caches, all_caches, NULL) ||
+	    !check_list("--modes", opt.modes, all_modes, NULL) || !check_list("--cache", opt.caches, all_caches, ds_caches) ||
 	    !check_list("--backends", opt.backends, all_backends, NULL) ||
 	    !check_list("--callers", opt.callers, caller_names, "all,none") ||
 	    !check_list("--mem", opt.mem, (const char *const[]){ "host", "device", "auto", NULL }, NULL))

@@ -62,6 +62,9 @@ void progress_end(void);
 
 /* r->config becomes pre + r->config + post (cut to fit). */
 void config_wrap(struct leg_result *r, const char *pre, const char *post);
+/* --cache names the state for every dataset (cold, hot) or for one
+ * (imagenetish:cold) */
+bool cache_wanted(const char *dataset, const char *cache);
 double cpu_now(void);
 uint64_t mem_available(void); /* MemAvailable in bytes, 0 when unknown */
 bool in_list(const char *list, const char *item);

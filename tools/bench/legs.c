@@ -424,7 +424,7 @@ static void run_opends(const struct dataset *ds, const unsigned *order, const ch
 				register_streams(streams, conc, flags);
 			for (unsigned cc = 0; cc < 2; cc++) {
 				const char *cache = cc ? "hot" : "cold";
-				if (!in_list(opt.caches, cache))
+				if (!cache_wanted(ds->spec->name, cache))
 					continue;
 				char label[128];
 				snprintf(label, sizeof(label), "%s %s %s %s", ds->spec->name, mode, name, cache);
@@ -546,7 +546,7 @@ void run_dataset(const struct ds_spec *spec)
 		ds_free(&ds);
 		return;
 	}
-	if (in_list(opt.caches, "hot") && !opt.use_gpu && ds.total_bytes + need > mem_available())
+	if (cache_wanted(spec->name, "hot") && !opt.use_gpu && ds.total_bytes + need > mem_available())
 		fprintf(stderr, "warning: %s (%.1f GiB) and its destination do not fit in free memory together: "
 				"its hot legs read partly from disk\n",
 			spec->name, ds.total_bytes / (MIB * 1024));
@@ -564,7 +564,7 @@ void run_dataset(const struct ds_spec *spec)
 	}
 
 	struct ceil_set before[2];
-	bool want[2] = { in_list(opt.caches, "cold"), in_list(opt.caches, "hot") };
+	bool want[2] = { cache_wanted(spec->name, "cold"), cache_wanted(spec->name, "hot") };
 	char why[160] = "";
 	bool cufile = opt.baselines && opt.use_gpu && cufile_available(why, sizeof(why));
 	for (unsigned cc = 0; cc < 2; cc++) {

@@ -379,6 +379,13 @@ void config_wrap(struct leg_result *r, const char *pre, const char *post)
 	memcpy(r->config, tmp, sizeof(tmp));
 }
 
+bool cache_wanted(const char *dataset, const char *cache)
+{
+	char item[64];
+	snprintf(item, sizeof(item), "%s:%s", dataset, cache);
+	return in_list(opt.caches, cache) || in_list(opt.caches, item);
+}
+
 double cpu_now(void)
 {
 	struct rusage ru;
