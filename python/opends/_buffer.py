@@ -49,18 +49,21 @@ _PyBUF_WRITABLE = 1
 
 class BufferRef:
     """A pinned view of a caller's buffer: ``ptr`` (int address), ``nbytes``,
-    ``device`` (True for CUDA memory), ``readonly``. ``release()`` drops the
-    export; it is also dropped when the object is collected."""
+    ``device`` (True for CUDA memory), ``readonly``, ``device_index`` (the
+    CUDA device's ordinal where the object says it: torch's cuda:N, DLPack's
+    device_id; else None). ``release()`` drops the export; it is also
+    dropped when the object is collected."""
 
-    __slots__ = ("ptr", "nbytes", "device", "readonly", "obj", "_view")
+    __slots__ = ("ptr", "nbytes", "device", "readonly", "obj", "_view", "device_index")
 
-    def __init__(self, ptr, nbytes, device, readonly, obj, view=None):
+    def __init__(self, ptr, nbytes, device, readonly, obj, view=None, device_index=None):
         self.ptr = ptr
         self.nbytes = nbytes
         self.device = device
         self.readonly = readonly
         self.obj = obj
         self._view = view
+        self.device_index = device_index
 
     def release(self):
         """Release the buffer export (idempotent)."""
@@ -207,8 +210,8 @@ def _from_dlpack(obj, writable, what):
     if not _contiguous(shape, strides, itemsize):
         raise ValueError("%s: the DLPack tensor is not C-contiguous" % what)
     ptr = (t.data or 0) + t.byte_offset
-    ref = BufferRef(ptr, _prod(shape) * itemsize, _DL_DEVICES[t.device.device_type], False, (obj, cap))
-    return ref
+    device = _DL_DEVICES[t.device.device_type]
+    return BufferRef(ptr, _prod(shape) * itemsize, device, False, (obj, cap), None, t.device.device_id if device else None)
 
 
 def _is_torch_tensor(obj):
@@ -229,7 +232,8 @@ def get_buffer(obj, writable, what="buf"):
         if not obj.is_contiguous():
             raise ValueError("%s: the tensor is not contiguous (call .contiguous())" % what)
         nbytes = obj.numel() * obj.element_size()
-        return BufferRef(int(obj.data_ptr()), nbytes, obj.device.type == "cuda", False, obj)
+        cuda = obj.device.type == "cuda"
+        return BufferRef(int(obj.data_ptr()), nbytes, cuda, False, obj, None, obj.device.index if cuda else None)
     iface = getattr(obj, "__cuda_array_interface__", None)
     if iface is not None:
         return _from_interface(obj, iface, True, writable, what)

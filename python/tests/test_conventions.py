@@ -187,6 +187,8 @@ def test_dlpack_buffers(datafile, tmp_path):
     assert open(p, "rb").read() == out[10:20].tobytes()
     with pytest.raises(ValueError, match="not C-contiguous"):
         opends.get_buffer(DLOnly(np.zeros((4, 4), np.float32)[:, ::2]), True)
+    ref = opends.get_buffer(DLOnly(out), True)
+    assert not ref.device and ref.device_index is None and ref.nbytes == 4000 and ref.ptr == out.ctypes.data
 
 
 # -- futures: concurrent.futures and asyncio -------------------------------------

@@ -119,3 +119,12 @@ def test_safetensors_cuda_matches_reference(tmp_path):
         a, b = ref[k], out[k]
         assert a.dtype == b.dtype and a.shape == b.shape and b.device == a.device, k
         assert torch.equal(_bytes(a.contiguous()), _bytes(b.contiguous())), k
+
+
+def test_buffer_device_index():
+    """A tensor on any cuda:N says which device it is on (for several GPUs)."""
+    for i in range(torch.cuda.device_count()):
+        t = torch.empty(10, device="cuda:%d" % i)
+        ref = opends.get_buffer(t, True)
+        assert ref.device and ref.device_index == i and ref.ptr == t.data_ptr()
+    assert opends.get_buffer(torch.empty(3), True).device_index is None
