@@ -211,6 +211,10 @@ OPENDS_API opends_error_t opends_describe(opends_handle_t fh, char *buf, size_t 
 	if (fh && !(h = ods_handle_lookup(fh)))
 		return ods_err(ods_fail(OPENDS_HANDLE_NOT_REGISTERED, "opends_describe: fh is not a registered handle"),
 			       0);
+	if (h && h->src) {
+		ods_source_describe(h, buf, len);
+		return ods_ok();
+	}
 	char extra[512] = "";
 	if (ods_drv.be->describe)
 		ods_drv.be->describe(h, extra, sizeof(extra));

@@ -79,8 +79,11 @@ ssize_t ods_io_prepare(struct ods_io *io, int opcode, opends_handle_t fh, const 
 	 * backend keeps it, including those that reopen the file. */
 	if ((opcode == OPENDS_READ && h->accmode == O_WRONLY) || (opcode == OPENDS_WRITE && h->accmode == O_RDONLY)) {
 		/* static, so a future can repeat it when awaited elsewhere */
-		io->why = opcode == OPENDS_READ ? "read: the file descriptor was opened write-only"
-						: "write: the file descriptor was opened read-only";
+		io->why = h->src ? (opcode == OPENDS_READ ? "read: the source was opened write-only (O_WRONLY)"
+							  : "write: the source is read-only (OPENDS_SOURCE_RDONLY, "
+							    "O_RDONLY, or no write form)")
+			  : opcode == OPENDS_READ ? "read: the file descriptor was opened write-only"
+						  : "write: the file descriptor was opened read-only";
 		return -ods_fail(EBADF, "%s", io->why);
 	}
 	return 0;
@@ -91,7 +94,9 @@ atomic_long ods_inflight;
 void ods_io_submit(struct ods_io *io, bool may_block)
 {
 	atomic_fetch_add_explicit(&ods_inflight, 1, memory_order_relaxed);
-	if (ods_drv.be->submit)
+	if (io->fh->src)
+		ods_source_submit(io, may_block);
+	else if (ods_drv.be->submit)
 		ods_drv.be->submit(io, may_block);
 	else
 		ods_pool_push(ods_drv.pool, io, !may_block);
@@ -137,7 +142,9 @@ static void sync_done(struct ods_io *io)
 
 ssize_t ods_io_run(struct ods_io *io)
 {
-	if (ods_drv.be->rw)
+	if (io->fh->src && ods_drv.be == &ods_backend_ref)
+		return ods_source_run(io); /* the oracle runs sources synchronously */
+	if (ods_drv.be->rw && !io->fh->src)
 		return ods_drv.be->rw(io);
 	atomic_uint state = W_PENDING;
 	io->owner = &state;
@@ -155,7 +162,9 @@ static ssize_t sync_rw(int opcode, opends_handle_t fh, const void *buf, size_t s
 	if (r < 0 || size == 0)
 		return r;
 	r = ods_io_run(&io);
-	if (r < 0 && r > -OPENDS_ERRNO_MAX) /* the operating system's error: say where */
+	if (r < 0 && r > -OPENDS_ERRNO_MAX && io.fh->src) /* the source's error: name it */
+		ods_source_fail(&io, r);
+	else if (r < 0 && r > -OPENDS_ERRNO_MAX) /* the operating system's error: say where */
 		ods_fail((int)-r, "%s of %zu bytes at file offset %lld failed: %s", opname(opcode), size,
 			 (long long)file_offset, opends_op_status_error((int)r));
 	return r;

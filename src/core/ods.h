@@ -123,6 +123,8 @@ struct ods_handle {
 			    buffered), same access mode; -1 not yet, -2 failed */
 	void *be;        /* backend's per-handle state */
 	uint64_t token;  /* the opends_handle_t given out */
+	struct ods_source *src; /* a source handle (src/core/source.h); NULL: fd */
+	off_t src_size;         /* a source's known size, -1 unknown */
 };
 
 /* The fd with O_DIRECT for this handle (the caller's or a twin), or -1. */
@@ -193,6 +195,21 @@ static inline void ods_io_complete(struct ods_io *io, ssize_t result)
 	io->done(io);
 	atomic_fetch_sub_explicit(&ods_inflight, 1, memory_order_release);
 }
+
+/* ---- sources: handles without an fd (src/core/source*.c) -------------- */
+
+/* Source handles never reach a backend's fd path: ods_io_submit and
+ * ods_io_run hand their requests here. */
+void ods_source_submit(struct ods_io *io, bool may_block);
+ssize_t ods_source_run(struct ods_io *io);
+/* Set the detail for a failed source request (source, object, offset). */
+void ods_source_fail(const struct ods_io *io, ssize_t r);
+/* Wait for the handle's I/O, release the source, free h->src. */
+void ods_source_free(struct ods_handle *h);
+void ods_source_describe(struct ods_handle *h, char *buf, size_t n);
+/* Add a handle built elsewhere (sources) to the table: 0 or an OPENDS_*
+ * code. */
+int ods_handle_add(struct ods_handle *h);
 
 /* ---- waiting: futex-based one-shot completion ------------------------- */
 

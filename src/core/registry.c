@@ -31,6 +31,12 @@ int ods_registry_init(void)
 
 static void handle_free(struct ods_handle *h)
 {
+	if (h->src) { /* a source: no fd, no backend state */
+		ods_source_free(h);
+		pthread_mutex_destroy(&h->twin_lock);
+		free(h);
+		return;
+	}
 	if (ods_drv.be->handle_close)
 		ods_drv.be->handle_close(h);
 	if (h->twin_fd >= 0)
@@ -177,7 +183,7 @@ OPENDS_API opends_error_t opends_handle_deregister(opends_handle_t fh)
 		return ods_err(ods_fail(OPENDS_INVALID_VALUE, "opends_handle_deregister: fh is NULL"), 0);
 	pthread_mutex_lock(&fd_lock);
 	struct ods_handle *h = ods_slots_take(&handles, (uint64_t)(uintptr_t)fh);
-	if (h)
+	if (h && !h->src)
 		fd_mark(h->fd, false);
 	pthread_mutex_unlock(&fd_lock);
 	if (!h)
@@ -185,6 +191,12 @@ OPENDS_API opends_error_t opends_handle_deregister(opends_handle_t fh)
 					"opends_handle_deregister: fh is not a registered handle"), 0);
 	handle_free(h);
 	return ods_ok();
+}
+
+int ods_handle_add(struct ods_handle *h)
+{
+	h->token = ods_slots_add(&handles, h);
+	return h->token ? 0 : ods_fail(OPENDS_NOMEM_ERROR, "handle registration: out of memory");
 }
 
 struct ods_handle *ods_handle_lookup(opends_handle_t fh)
@@ -225,6 +237,8 @@ int ods_handle_fd_buffered(struct ods_handle *h)
 off_t ods_handle_size(const struct ods_handle *h)
 {
 	struct stat st;
+	if (h->src) /* a source's size when given at registration */
+		return h->src_size;
 	if (h->blockdev)
 		return h->blk_size > 0 ? h->blk_size : -1;
 	return fstat(h->fd, &st) == 0 ? st.st_size : -1;
@@ -233,6 +247,10 @@ off_t ods_handle_size(const struct ods_handle *h)
 size_t ods_handle_valid(const struct ods_handle *h, off_t off, size_t size)
 {
 	off_t fs = ods_handle_size(h);
+	if (fs < 0 && h->src) /* a source of unknown size: none are known to be
+				 there, so a stream's plan keeps what the
+				 buffer holds past the bytes read */
+		return 0;
 	if (fs < 0)
 		return size;
 	if (fs <= off)

@@ -1,0 +1,82 @@
+/*
+ * Source handles inside the core (src/core/source*.c) and the built-in
+ * sources (src/sources/). Not public. The public side is the "Sources"
+ * section of include/opends.h.
+ *
+ * A source handle is a struct ods_handle with src set. Its I/O never goes
+ * to a backend's fd path: ods_io_submit / ods_io_run hand it here.
+ *  - ref runs it synchronously, one piece at a time (the oracle);
+ *  - every other backend runs it on the source engine: requests cut into
+ *    pieces at io_unit boundaries, started while the caps of the source's
+ *    domain allow, completed from whatever thread the source calls back
+ *    on; device memory is staged through pinned host slots, copied by the
+ *    engine's threads, which also run blocking sources.
+ */
+#ifndef ODS_SOURCE_H
+#define ODS_SOURCE_H
+
+#include "ods.h"
+
+#define ODS_SRC_DEF_UNIT ((size_t)4 << 20)
+#define ODS_SRC_DEF_INFLIGHT 16u
+#define ODS_SRC_MIN_IO 4096u
+#define ODS_SRC_LABEL 200
+
+struct ods_sdom;
+
+struct ods_source {
+	opends_source_ops_t ops; /* the caller's table, zero past its struct_size */
+	void *src;
+	unsigned flags;
+	int64_t size;            /* known size, -1 unknown */
+	size_t unit, max_io;     /* max_io 0: none */
+	struct ods_sdom *dom;
+	atomic_uint reqs;        /* engine requests not yet completed */
+	char label[ODS_SRC_LABEL]; /* ops->name copied: "rados://pool/oid", "fake" */
+};
+
+/* ---- source_engine.c --------------------------------------------------- */
+
+/* The domain for key (0: a new private one) with these caps folded in.
+ * NULL when out of memory. */
+struct ods_sdom *ods_sdom_get(uint64_t key, unsigned max_ops, size_t max_bytes);
+void ods_sdom_put(struct ods_sdom *d);
+/* the caps now in force, for describe */
+void ods_sdom_caps(const struct ods_sdom *d, unsigned *max_ops, size_t *max_bytes);
+/* The synchronous runner's share of the caps: enter waits for room. */
+void ods_sdom_enter(struct ods_sdom *d, size_t n);
+void ods_sdom_leave(struct ods_sdom *d, size_t n);
+/* The engine's threads run while a source handle exists. 0 or an OPENDS_*
+ * code (detail set). */
+int ods_src_engine_ref(void);
+void ods_src_engine_unref(void);
+
+/* Piece length starting at pos of a request ending at end. */
+size_t ods_src_piece_len(const struct ods_source *s, off_t pos, off_t end, size_t cap);
+
+/* Record the failure of a request on a source (for the thread that
+ * reports it) in io->be_scratch: its offset. */
+static inline void ods_src_note_off(struct ods_io *io, off_t at)
+{
+	io->be_scratch[0] = (uintptr_t)at;
+}
+
+/* ---- src/sources/ ------------------------------------------------------- */
+
+/* rados://...: 0 or an OPENDS_* code (detail set); *backend_err an errno. */
+int ods_url_rados(opends_handle_t *fh, const char *rest, int flags, int *backend_err);
+
+/* A parsed query string: decoded key=value pairs. */
+struct ods_url_param {
+	char *key, *val;
+};
+/* Percent-decode s[0..n) into a new string; NULL on a bad escape or %00
+ * (*bad set) or out of memory. */
+char *ods_url_decode(const char *s, size_t n, bool *bad);
+/* Split "a=1&b=2" into params (decoded); returns the count or -1 on a
+ * malformed pair (detail set) / -2 out of memory. Free with
+ * ods_url_params_free. */
+int ods_url_params(const char *q, struct ods_url_param **out, const char *url);
+void ods_url_params_free(struct ods_url_param *p, int n);
+
+#endif
