@@ -161,6 +161,7 @@ OPENDS_API opends_error_t opends_driver_close(void)
 	}
 	atomic_store_explicit(&ods_drv.open, false, memory_order_release);
 	ods_registry_fini();
+	ods_sources_fini(); /* source handles are gone: their threads and slots */
 	ods_drv.be->close();
 	ods_drv.accel->close();
 	ods_drv.be = NULL;

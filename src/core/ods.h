@@ -207,6 +207,8 @@ void ods_source_fail(const struct ods_io *io, ssize_t r);
 /* Wait for the handle's I/O, release the source, free h->src. */
 void ods_source_free(struct ods_handle *h);
 void ods_source_describe(struct ods_handle *h, char *buf, size_t n);
+/* Driver close, after the handles are gone: stop the engine's threads. */
+void ods_sources_fini(void);
 /* Add a handle built elsewhere (sources) to the table: 0 or an OPENDS_*
  * code. */
 int ods_handle_add(struct ods_handle *h);

@@ -73,7 +73,7 @@ OPENDS_API opends_error_t opends_handle_register_source(opends_handle_t *fh, con
 
 	struct ods_handle *h = calloc(1, sizeof(*h));
 	s->dom = h ? ods_sdom_get(d.domain, d.max_inflight, d.max_inflight_bytes) : NULL;
-	int rc = s->dom ? ods_src_engine_ref() : ods_fail(OPENDS_NOMEM_ERROR, FN ": out of memory");
+	int rc = s->dom ? ods_src_engine_start() : ods_fail(OPENDS_NOMEM_ERROR, FN ": out of memory");
 	if (rc) {
 		if (s->dom)
 			ods_sdom_put(s->dom);
@@ -92,7 +92,6 @@ OPENDS_API opends_error_t opends_handle_register_source(opends_handle_t *fh, con
 		pthread_mutex_destroy(&h->twin_lock);
 		free(h);
 		ods_sdom_put(s->dom);
-		ods_src_engine_unref();
 		free(s);
 		return ods_err(rc, 0);
 	}
@@ -112,7 +111,6 @@ void ods_source_free(struct ods_handle *h)
 	ods_sdom_put(s->dom);
 	free(s);
 	h->src = NULL;
-	ods_src_engine_unref();
 }
 
 /* ---- the synchronous runner: ref's oracle --------------------------------- */

@@ -46,10 +46,9 @@ void ods_sdom_caps(const struct ods_sdom *d, unsigned *max_ops, size_t *max_byte
 /* The synchronous runner's share of the caps: enter waits for room. */
 void ods_sdom_enter(struct ods_sdom *d, size_t n);
 void ods_sdom_leave(struct ods_sdom *d, size_t n);
-/* The engine's threads run while a source handle exists. 0 or an OPENDS_*
+/* Start the engine's threads (once per driver open): 0 or an OPENDS_*
  * code (detail set). */
-int ods_src_engine_ref(void);
-void ods_src_engine_unref(void);
+int ods_src_engine_start(void);
 
 /* Piece length starting at pos of a request ending at end. */
 size_t ods_src_piece_len(const struct ods_source *s, off_t pos, off_t end, size_t cap);

@@ -16,8 +16,8 @@
  * host slots: the source reads into a slot and one of the engine's threads
  * copies it to the device (the callback thread is the source's, which must
  * not be held); writes are copied to a slot first. The same threads run
- * the read/write calls of blocking sources. They run while any source
- * handle exists.
+ * the read/write calls of blocking sources. They start with the first
+ * source handle and stop at driver close.
  *
  * Results as for files: bytes up to the first short piece; a piece longer
  * than asked, a short piece before a known end, or data after a short
@@ -88,7 +88,7 @@ static struct {
 	bool slot_pinned, slot_failed;
 	unsigned free_slots[NSLOTS], nfree;
 	/* threads */
-	unsigned users, nthreads;
+	unsigned nthreads;
 	pthread_t th[POOL_THREADS];
 	struct job *jh, *jt;
 	bool stop;
@@ -228,31 +228,22 @@ static void *pool_main(void *arg)
 	return NULL;
 }
 
-int ods_src_engine_ref(void)
+int ods_src_engine_start(void)
 {
 	pthread_mutex_lock(&E.lock);
-	if (E.users++ == 0) {
+	if (E.nthreads == 0) {
 		E.stop = false;
-		for (E.nthreads = 0; E.nthreads < POOL_THREADS; E.nthreads++)
-			if (pthread_create(&E.th[E.nthreads], NULL, pool_main, NULL))
-				break;
-		if (E.nthreads == 0) {
-			E.users--;
-			pthread_mutex_unlock(&E.lock);
-			return ods_fail(OPENDS_INTERNAL_ERROR, "sources: could not start a thread");
-		}
+		while (E.nthreads < POOL_THREADS && !pthread_create(&E.th[E.nthreads], NULL, pool_main, NULL))
+			E.nthreads++;
 	}
+	unsigned n = E.nthreads;
 	pthread_mutex_unlock(&E.lock);
-	return 0;
+	return n ? 0 : ods_fail(OPENDS_INTERNAL_ERROR, "sources: could not start a thread");
 }
 
-void ods_src_engine_unref(void)
+void ods_sources_fini(void)
 {
 	pthread_mutex_lock(&E.lock);
-	if (--E.users) {
-		pthread_mutex_unlock(&E.lock);
-		return;
-	}
 	E.stop = true;
 	pthread_cond_broadcast(&E.work);
 	unsigned n = E.nthreads;
