@@ -555,6 +555,8 @@ typedef void (*opends_source_done_t)(void *token, ssize_t result);
 #define OPENDS_SOURCE_BLOCKING 0x2u      /* ops are read/write, which block: the
 					    library runs them on its own threads */
 #define OPENDS_SOURCE_DEVICE_MEMORY 0x4u /* ops accept accelerator pointers */
+#define OPENDS_SOURCE_RADOS_STRIPED 0x100u /* register_rados: oid is a striped
+					      object (libradosstriper) */
 
 typedef struct opends_source_ops {
 	size_t struct_size; /* sizeof(opends_source_ops_t) the caller compiled with */
@@ -601,6 +603,40 @@ typedef struct opends_source_desc {
  * unknown flags), OPENDS_NOMEM_ERROR, OPENDS_DRIVER_NOT_INITIALIZED.
  */
 OPENDS_API opends_error_t opends_handle_register_source(opends_handle_t *fh, const opends_source_desc_t *desc);
+
+/*
+ * Open a source by URL, with open(2) access-mode flags (O_RDONLY, O_WRONLY,
+ * O_RDWR, plus O_CREAT to create an object that does not exist):
+ *   rados://POOL/OID[?conf=PATH&id=CLIENT&ns=NAMESPACE&striper=0|1&op_timeout=S]
+ * POOL, OID and values are percent-decoded. conf: a ceph.conf (default:
+ * librados' own search, CEPH_CONF); id: the client name without "client."
+ * (default admin); op_timeout: seconds an OSD or monitor operation may take
+ * before it fails with -ETIMEDOUT (default 30; 0 = wait forever, which a
+ * dead OSD turns into a hang, and opends_describe warns); striper=1 reads and
+ * writes the object through libradosstriper (objects over 128 MiB).
+ * Handles with the same conf, id and op_timeout share one cluster
+ * connection. The object is not looked at: a missing one fails the first
+ * read with -ENOENT (with O_CREAT it is created here, empty).
+ * librados.so.2 (and libradosstriper.so.1) are loaded at run time.
+ * Errors: OPENDS_INVALID_VALUE (NULL, malformed URL, unknown scheme or
+ * parameter, bad value, flags other than the above),
+ * OPENDS_PLATFORM_NOT_SUPPORTED (client library missing; the detail names
+ * it), OPENDS_FS_SETUP_ERROR (no connection to the cluster, no such pool;
+ * backend_err = the errno), OPENDS_NOMEM_ERROR, OPENDS_DRIVER_NOT_INITIALIZED.
+ */
+OPENDS_API opends_error_t opends_handle_open_url(opends_handle_t *fh, const char *url, int flags);
+
+/*
+ * Register the RADOS object oid of the caller's rados_ioctx_t (kept, not
+ * owned: it must outlive the handle). flags: OPENDS_SOURCE_RDONLY,
+ * OPENDS_SOURCE_RADOS_STRIPED. In-flight caps are taken from the client's
+ * objecter_inflight_op_bytes / _ops (3/4 of them), shared by every handle
+ * on the same cluster connection.
+ * Errors: OPENDS_INVALID_VALUE, OPENDS_PLATFORM_NOT_SUPPORTED (librados not
+ * loadable), OPENDS_NOMEM_ERROR, OPENDS_DRIVER_NOT_INITIALIZED.
+ */
+OPENDS_API opends_error_t opends_handle_register_rados(opends_handle_t *fh, void *rados_ioctx, const char *oid,
+						       unsigned flags);
 
 #ifdef __cplusplus
 }

@@ -160,6 +160,8 @@ static const struct {
 	{ "OPENDS_ASSUME_ALIGNED_ONLY", "0 or 1", p_aligned },
 	{ "OPENDS_CUFILE_LIBRARY", "a path to NVIDIA's libcufile.so.0, or a file name the loader searches (under 4096 characters)",
 	  p_cufile_lib },
+	{ "OPENDS_RADOS_LIBRARY", "a path to librados.so.2, or a file name the loader searches (under 4096 characters)",
+	  p_cufile_lib },
 };
 
 static void defaults(struct ods_config *c)

@@ -1,0 +1,159 @@
+/*
+ * test_rados_misc: the rados source's edges on a real cluster (skips
+ * without one):
+ *  - opends_handle_register_rados on the caller's own ioctx (librados
+ *    loaded by the test), plain and OPENDS_SOURCE_RADOS_STRIPED; the ioctx
+ *    stays the caller's;
+ *  - namespaces (ns=) and percent-encoded object names;
+ *  - a write past osd_max_object_size is -EFBIG; one write larger than
+ *    osd_max_write_size (90 MiB) is split and lands whole;
+ *  - O_WRONLY handles refuse reads (-EBADF); op_timeout=0 makes describe
+ *    warn; a missing pool fails the open with OPENDS_FS_SETUP_ERROR.
+ */
+#include <dlfcn.h>
+
+#include "rados_util.h"
+
+static void own_ioctx(void)
+{
+	t_phase = "register_rados";
+	void *lib = dlopen("librados.so.2", RTLD_NOW);
+	if (!lib) {
+		printf("register_rados: librados.so.2 not loadable here, part skipped\n");
+		return;
+	}
+	int (*create)(void **, const char *) = (int (*)(void **, const char *))dlsym(lib, "rados_create");
+	int (*conf_read)(void *, const char *) = (int (*)(void *, const char *))dlsym(lib, "rados_conf_read_file");
+	int (*connect)(void *) = (int (*)(void *))dlsym(lib, "rados_connect");
+	int (*ioctx_create)(void *, const char *, void **) =
+		(int (*)(void *, const char *, void **))dlsym(lib, "rados_ioctx_create");
+	void (*ioctx_destroy)(void *) = (void (*)(void *))dlsym(lib, "rados_ioctx_destroy");
+	void (*shutdown)(void *) = (void (*)(void *))dlsym(lib, "rados_shutdown");
+	CHECK(create && conf_read && connect && ioctx_create && ioctx_destroy && shutdown);
+	void *cl = NULL, *io = NULL;
+	CHECK(create(&cl, NULL) == 0);
+	CHECK(conf_read(cl, r_conf) == 0);
+	CHECK(connect(cl) == 0);
+	CHECK(ioctx_create(cl, r_pool, &io) == 0);
+
+	char name[128];
+	size_t size = 5 * T_MiB + 99;
+	uint8_t *oracle = t_oracle(size, hashpat), *buf = t_xmalloc(size);
+	for (int striped = 0; striped < 2; striped++) {
+		snprintf(name, sizeof(name), "own-%s%s", r_tag, striped ? "-striped" : "");
+		r_put(name, oracle, size, NULL, striped);
+		opends_handle_t fh = NULL;
+		OK(opends_handle_register_rados(&fh, io, name,
+						OPENDS_SOURCE_RDONLY | (striped ? OPENDS_SOURCE_RADOS_STRIPED : 0)));
+		memset(buf, 0, size);
+		EXPECT_SSZ(opends_sync_read(fh, buf, size + 100, 0, 0), (ssize_t)size);
+		VERIFY(buf, oracle, size, "register_rados%s read", striped ? " (striped)" : "");
+		EXPECT_SSZ(opends_sync_write(fh, buf, 10, 0, 0), -EBADF);
+		OK(opends_handle_deregister(fh));
+		r_rm(name, NULL, striped);
+	}
+	/* the ioctx is still the caller's and works after deregistration */
+	opends_handle_t fh = NULL;
+	snprintf(name, sizeof(name), "own-missing-%s", r_tag);
+	OK(opends_handle_register_rados(&fh, io, name, 0));
+	EXPECT_SSZ(opends_sync_read(fh, buf, 10, 0, 0), -ENOENT);
+	OK(opends_handle_deregister(fh));
+	ioctx_destroy(io);
+	shutdown(cl);
+	free(oracle);
+	free(buf);
+}
+
+static void names(void)
+{
+	t_phase = "namespaces and percent-encoded names";
+	char name[160], url[600], extra[64];
+	uint8_t data[3000], buf[4000];
+	t_fill(data, 77, sizeof(data), hashpat);
+	snprintf(name, sizeof(name), "ns-%s", r_tag);
+	r_put(name, data, sizeof(data), "n1", false);
+	snprintf(extra, sizeof(extra), "ns=n1");
+	r_url(url, sizeof(url), name, extra);
+	opends_handle_t fh = r_open(url, O_RDONLY);
+	EXPECT_SSZ(opends_sync_read(fh, buf, sizeof(buf), 0, 0), (ssize_t)sizeof(data));
+	VERIFY(buf, data, sizeof(data), "read in namespace n1");
+	OK(opends_handle_deregister(fh));
+	r_url(url, sizeof(url), name, NULL);
+	fh = r_open(url, O_RDONLY);
+	EXPECT_SSZ(opends_sync_read(fh, buf, sizeof(buf), 0, 0), -ENOENT);
+	OK(opends_handle_deregister(fh));
+	r_rm(name, "n1", false);
+
+	snprintf(name, sizeof(name), "odd name/%s%%&?", r_tag);
+	r_put(name, data, sizeof(data), NULL, false);
+	char enc[300], *o = enc;
+	for (const char *c = name; *c; c++) {
+		if ((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '-')
+			*o++ = *c;
+		else
+			o += sprintf(o, "%%%02X", (unsigned char)*c);
+	}
+	*o = 0;
+	r_url(url, sizeof(url), enc, NULL);
+	fh = r_open(url, O_RDONLY);
+	EXPECT_SSZ(opends_sync_read(fh, buf, sizeof(buf), 0, 0), (ssize_t)sizeof(data));
+	VERIFY(buf, data, sizeof(data), "read of \"%s\" by %s", name, url);
+	OK(opends_handle_deregister(fh));
+	r_rm(name, NULL, false);
+}
+
+static void limits(void)
+{
+	t_phase = "object size limits";
+	char name[128], url[512];
+	snprintf(name, sizeof(name), "big-%s", r_tag);
+	r_url(url, sizeof(url), name, NULL);
+	opends_handle_t fh = r_open(url, O_RDWR | O_CREAT);
+	uint8_t b[4096] = { 1 };
+	EXPECT_SSZ(opends_sync_write(fh, b, sizeof(b), (off_t)200 * (off_t)T_MiB, 0), -EFBIG);
+	size_t size = 96 * T_MiB; /* over osd_max_write_size (90 MiB) */
+	uint8_t *src = t_xmalloc(size), *back = t_xmalloc(size);
+	t_fill_seed(src, 5, size);
+	double t0 = t_now();
+	EXPECT_SSZ(opends_sync_write(fh, src, size, 0, 0), (ssize_t)size);
+	double tw = t_now() - t0;
+	t0 = t_now();
+	EXPECT_SSZ(opends_sync_read(fh, back, size, 0, 0), (ssize_t)size);
+	VERIFY(back, src, size, "96 MiB written in one call, read back");
+	printf("96 MiB in one call: write %.0f MiB/s, read %.0f MiB/s (%s)\n", 96 / tw, 96 / (t_now() - t0),
+	       opends_driver_backend());
+	OK(opends_handle_deregister(fh));
+	r_rm(name, NULL, false);
+	free(src);
+	free(back);
+
+	t_phase = "access modes, describe, missing pool";
+	snprintf(name, sizeof(name), "wo-%s", r_tag);
+	r_url(url, sizeof(url), name, "op_timeout=0");
+	fh = r_open(url, O_WRONLY | O_CREAT);
+	EXPECT_SSZ(opends_sync_write(fh, b, sizeof(b), 0, 0), (ssize_t)sizeof(b));
+	EXPECT_SSZ(opends_sync_read(fh, b, sizeof(b), 0, 0), -EBADF);
+	char d[512];
+	OK(opends_describe(fh, d, sizeof(d)));
+	CHECKF(strstr(d, "WARNING") && strstr(d, "op timeout"), "describe without an op timeout: %s", d);
+	OK(opends_handle_deregister(fh));
+	r_rm(name, NULL, false);
+	snprintf(url, sizeof(url), "rados://no-such-pool-%d/obj?conf=%s", (int)getpid(), r_conf);
+	opends_error_t e = opends_handle_open_url(&fh, url, O_RDONLY);
+	CHECKF(e.err == OPENDS_FS_SETUP_ERROR && e.backend_err == ENOENT, "missing pool: %d (%s), backend_err %d",
+	       e.err, t_errname(e.err), e.backend_err);
+	CHECKF(strstr(t_detail(), "no-such-pool"), "the detail does not name the pool: %s", t_detail());
+}
+
+int main(void)
+{
+	r_setup();
+	t_watchdog(280);
+	t_driver_open();
+	names();
+	own_ioctx();
+	limits();
+	OK(opends_driver_close());
+	printf("rados misc: register_rados, namespaces, names, EFBIG, a 96 MiB write, access modes\n");
+	return 0;
+}
