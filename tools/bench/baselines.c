@@ -100,7 +100,6 @@ static void pread_config(const struct dataset *ds, const unsigned *order, bool d
 			 size_t block, struct leg_result *r)
 {
 	struct pread_ctx c = { .ds = ds, .direct = direct, .block = block };
-	pthread_t t[256];
 	if (threads > 256)
 		threads = 256;
 	memset(r, 0, sizeof(*r));
@@ -123,12 +122,7 @@ static void pread_config(const struct dataset *ds, const unsigned *order, bool d
 		 block >> 10, order ? ", leg order" : "");
 	double c0 = cpu_now();
 	uint64_t t0 = st_now_ns();
-	unsigned n = 0;
-	for (; n < threads; n++)
-		if (pthread_create(&t[n], NULL, pread_worker, &c))
-			break;
-	for (unsigned i = 0; i < n; i++)
-		pthread_join(t[i], NULL);
+	st_run_threads(threads, pread_worker, &c, 0);
 	r->seconds = st_seconds(t0, st_now_ns());
 	r->cpu_s = cpu_now() - c0;
 	r->bytes = atomic_load(&c.bytes);
@@ -363,20 +357,16 @@ static void *cf_worker(void *arg)
 int cufile_sync_leg(const struct dataset *ds, unsigned threads, void **dest, struct leg_result *res)
 {
 	struct cf_ctx c = { .ds = ds, .dest = dest };
-	pthread_t t[256];
 	struct cf_arg args[256];
 	memset(res, 0, sizeof(*res));
 	snprintf(res->config, sizeof(res->config), "cuFileRead %u threads", threads);
 	double c0 = cpu_now();
 	uint64_t t0 = st_now_ns();
-	unsigned n = 0;
-	for (; n < threads && n < 256; n++) {
+	if (threads > 256)
+		threads = 256;
+	for (unsigned n = 0; n < threads; n++)
 		args[n] = (struct cf_arg){ &c, n };
-		if (pthread_create(&t[n], NULL, cf_worker, &args[n]))
-			break;
-	}
-	for (unsigned i = 0; i < n; i++)
-		pthread_join(t[i], NULL);
+	st_run_threads(threads, cf_worker, args, sizeof(args[0]));
 	res->seconds = st_seconds(t0, st_now_ns());
 	res->cpu_s = cpu_now() - c0;
 	res->bytes = atomic_load(&c.bytes);
@@ -691,18 +681,12 @@ int cufile_write_leg(const char *path, const void *src, uint64_t size, unsigned 
 	}
 	c.span = (size + threads - 1) / threads;
 	c.span = (c.span + 4095) & ~4095ull;
-	pthread_t t[64];
 	struct cfw_arg args[64];
+	for (unsigned n = 0; n < threads; n++)
+		args[n] = (struct cfw_arg){ &c, n };
 	double c0 = cpu_now();
 	uint64_t t0 = st_now_ns();
-	unsigned n = 0;
-	for (; n < threads; n++) {
-		args[n] = (struct cfw_arg){ &c, n };
-		if (pthread_create(&t[n], NULL, cfw_worker, &args[n]))
-			break;
-	}
-	for (unsigned i = 0; i < n; i++)
-		pthread_join(t[i], NULL);
+	st_run_threads(threads, cfw_worker, args, sizeof(args[0]));
 	if (fdatasync(fd) && !atomic_load(&c.err))
 		atomic_store(&c.err, -errno);
 	res->seconds = st_seconds(t0, st_now_ns());

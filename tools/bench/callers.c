@@ -296,20 +296,13 @@ static int gpu_leg(void *ctx, struct leg_result *r)
 	struct gpus *g = ctx;
 	const struct ds_file *f = &g->c->ds->files[0];
 	struct one_call o[2];
-	pthread_t t[2];
 	double c0;
 	uint64_t t0;
 	prepare_cache(g->c->ds, false);
 	begin(g->c, r, f->size * g->n, &c0, &t0);
-	unsigned started = 0;
-	for (unsigned i = 0; i < g->n; i++) {
+	for (unsigned i = 0; i < g->n; i++)
 		o[i] = (struct one_call){ f, (int)i, g->dest[i], 0 };
-		if (pthread_create(&t[i], NULL, one_call_worker, &o[i]))
-			break;
-		started++;
-	}
-	for (unsigned i = 0; i < started; i++)
-		pthread_join(t[i], NULL);
+	unsigned started = st_run_threads(g->n, one_call_worker, o, sizeof(o[0]));
 	end(r, c0, t0);
 	for (unsigned i = 0; i < g->n; i++)
 		if (!r->error)

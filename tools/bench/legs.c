@@ -104,16 +104,13 @@ static void *sync_worker(void *arg)
 
 static void leg_sync(struct leg *l)
 {
-	pthread_t t[256];
 	struct sync_arg a[256];
-	unsigned n = l->threads < l->nslots ? l->threads : l->nslots, started = 0;
-	for (; started < n && started < 256; started++) {
-		a[started] = (struct sync_arg){ l, started };
-		if (pthread_create(&t[started], NULL, sync_worker, &a[started]))
-			break;
-	}
-	for (unsigned i = 0; i < started; i++)
-		pthread_join(t[i], NULL);
+	unsigned n = l->threads < l->nslots ? l->threads : l->nslots;
+	if (n > 256)
+		n = 256;
+	for (unsigned i = 0; i < n; i++)
+		a[i] = (struct sync_arg){ l, i };
+	st_run_threads(n, sync_worker, a, sizeof(a[0]));
 }
 
 struct inflight {

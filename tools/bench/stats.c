@@ -3,6 +3,7 @@
 #endif
 #include "stats.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -48,4 +49,18 @@ uint64_t st_now_ns(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+unsigned st_run_threads(unsigned n, void *(*fn)(void *), void *args, size_t stride)
+{
+	pthread_t t[256];
+	unsigned started = 0;
+	if (n > 256)
+		n = 256;
+	for (; started < n; started++)
+		if (pthread_create(&t[started], NULL, fn, (char *)args + started * stride))
+			break;
+	for (unsigned i = 0; i < started; i++)
+		pthread_join(t[i], NULL);
+	return started;
 }

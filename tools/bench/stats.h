@@ -1,4 +1,5 @@
-/* The benchmark's arithmetic, kept apart so it can be unit-tested. */
+/* The benchmark's arithmetic, kept apart so it can be unit-tested, and
+ * the one way its legs start and wait for threads. */
 #ifndef BENCH_STATS_H
 #define BENCH_STATS_H
 
@@ -17,5 +18,9 @@ double st_ratio(double a, double b);
 /* seconds between two CLOCK_MONOTONIC readings given as ns */
 double st_seconds(uint64_t t0_ns, uint64_t t1_ns);
 uint64_t st_now_ns(void);
+/* Run fn on n threads (at most 256), thread i given args + i * stride
+ * (stride 0: all share args), and wait for them all. Returns how many
+ * started: fewer than n when the system refuses a thread. */
+unsigned st_run_threads(unsigned n, void *(*fn)(void *), void *args, size_t stride);
 
 #endif

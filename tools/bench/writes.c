@@ -100,8 +100,6 @@ static int write_leg(void *ctx, struct leg_result *r)
 		w.span = ((size + threads - 1) / threads + 4095) & ~4095ull;
 		unlink(c->wpath);
 		struct warg args[WRITE_THREADS];
-		pthread_t t[WRITE_THREADS];
-		unsigned n = 0;
 		for (unsigned i = 0; i < threads; i++)
 			args[i] = (struct warg){ &w, i, od ? NULL : c->pinned + (size_t)i * CALL };
 		begin(c, r, size, &c0, &t0);
@@ -109,11 +107,8 @@ static int write_leg(void *ctx, struct leg_result *r)
 			  : open(c->wpath, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		if (w.fd < 0)
 			r->error = od ? w.fd : -errno;
-		for (; !r->error && n < threads; n++)
-			if (pthread_create(&t[n], NULL, write_worker, &args[n]))
-				break;
-		for (unsigned i = 0; i < n; i++)
-			pthread_join(t[i], NULL);
+		if (!r->error)
+			st_run_threads(threads, write_worker, args, sizeof(args[0]));
 		if (!r->error)
 			r->error = atomic_load(&w.err);
 		if (w.fd >= 0 && fdatasync(w.fd) && !r->error)
@@ -184,16 +179,13 @@ static void ceiling_write(const char *path, char *pinned, uint64_t size, unsigne
 	bool direct = w.fd >= 0;
 	if (w.fd < 0 && errno == EINVAL) /* no O_DIRECT here */
 		w.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	pthread_t t[WRITE_THREADS];
 	struct cw_arg args[WRITE_THREADS];
-	unsigned n = 0;
-	for (; w.fd >= 0 && n < threads && n < WRITE_THREADS; n++) {
-		args[n] = (struct cw_arg){ &w, n };
-		if (pthread_create(&t[n], NULL, cw_worker, &args[n]))
-			break;
-	}
-	for (unsigned i = 0; i < n; i++)
-		pthread_join(t[i], NULL);
+	if (threads > WRITE_THREADS)
+		threads = WRITE_THREADS;
+	for (unsigned i = 0; i < threads; i++)
+		args[i] = (struct cw_arg){ &w, i };
+	if (w.fd >= 0)
+		st_run_threads(threads, cw_worker, args, sizeof(args[0]));
 	r->error = w.fd < 0 ? -errno : atomic_load(&w.err);
 	if (w.fd >= 0) {
 		if (fdatasync(w.fd) && !r->error)
