@@ -357,7 +357,10 @@ int main(int argc, char **argv)
 	if (r != 65536)
 		FAIL("read into the registered buffer: %zd", r);
 	check_bytes(buf, 4096, 8192, 65536, "read_registered");
+	/* sizes past the limits: beyond the registered range */
+	show_io("read_past_registered", cuFileRead(fh, buf, SPAN, 0, 4096), errno);
 	printf("= buf_deregister %d\n", (int)cuFileBufDeregister(buf).err);
+	printf("= buf_register_zero_length %d\n", (int)cuFileBufRegister(buf, 0, 0).err);
 	printf("= buf_deregister_again %d\n", (int)cuFileBufDeregister(buf).err);
 
 	/* misuse of the data path */
@@ -370,6 +373,8 @@ int main(int argc, char **argv)
 
 	/* batch: four reads; then one cancelled before its status is asked */
 	CUfileBatchHandle_t b = NULL;
+	printf("= batch_setup_too_many %d\n", (int)cuFileBatchIOSetUp(&b, 1u << 20).err);
+	printf("= batch_setup_zero %d\n", (int)cuFileBatchIOSetUp(&b, 0).err);
 	printf("= batch_setup %d\n", (int)cuFileBatchIOSetUp(&b, 4).err);
 	CUfileIOParams_t p[4];
 	memset(p, 0, sizeof p);
@@ -383,6 +388,10 @@ int main(int argc, char **argv)
 		p[i].opcode = CUFILE_READ;
 		p[i].cookie = (void *)(uintptr_t)(i + 1);
 	}
+	CUfileIOParams_t p5[5];
+	memcpy(p5, p, sizeof p);
+	p5[4] = p[0];
+	printf("= batch_submit_more_than_setup %d\n", (int)cuFileBatchIOSubmit(b, 5, p5, 0).err);
 	printf("= batch_submit %d\n", (int)cuFileBatchIOSubmit(b, 4, p, 0).err);
 	unsigned got = 0;
 	CUfileIOEvents_t ev[4];
