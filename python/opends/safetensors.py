@@ -41,6 +41,8 @@ copied into its own allocation instead of viewed.
 """
 
 import bisect
+import contextlib
+import gc
 import json
 import os
 import struct
@@ -444,7 +446,26 @@ def _tensors_numpy(np, buf, sel, offs, copy: bool) -> Dict[str, Any]:
     return out
 
 
+@contextlib.contextmanager
+def _gc_paused():
+    """The cyclic collector off while a header's objects are made: parsing
+    and wrapping 20,000 tensors makes ~200,000 objects, none of them in a
+    cycle, and the collections they trigger took a third of the time."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def _load_one(path: str, device, framework: str, piece_size: int, keys, copy: bool) -> Dict[str, Any]:
+    with _gc_paused():
+        return _load_one_gc_off(path, device, framework, piece_size, keys, copy)
+
+
+def _load_one_gc_off(path: str, device, framework: str, piece_size: int, keys, copy: bool) -> Dict[str, Any]:
     infos, _meta, start = read_header(path)
     sel = _select(path, infos, keys)
     if keys is None:  # the whole data region up to the last tensor: one span
