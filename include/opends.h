@@ -214,6 +214,14 @@ OPENDS_API const char *opends_last_error_detail(void);
  *   OPENDS_CHUNK_SIZE   bytes per staged chunk, 4 KiB..1 GiB, a multiple of
  *                       4096; suffixes k, m, g or K, M, G (binary: 4k and
  *                       4K are 4096) accepted.
+ *   OPENDS_MAX_PINNED   staging memory budget in bytes, 1m..1024g (suffixes
+ *                       as above); default a quarter of the RAM, at least
+ *                       256 MiB. The backend's staging (uring: workers x
+ *                       queue depth x chunk) must fit: the depth is cut to
+ *                       fit; when workers x chunk alone is above it, the
+ *                       open fails with OPENDS_DRIVER_INVALID_PROPS and a
+ *                       detail naming the variables. Without a GPU the
+ *                       staging is mapped as it is first needed.
  *   OPENDS_CPU_MASK     hex mask of CPUs for the workers (worker i on set
  *                       bit i mod popcount); 0 or unset = scheduler decides.
  *   OPENDS_IDLE_SPIN    µs an idle worker spins before sleeping, 0..1000000,

@@ -86,7 +86,8 @@ static bool p_depth(struct ods_config *c, const char *s)
 	return true;
 }
 
-static bool p_chunk(struct ods_config *c, const char *s)
+/* A size in bytes with an optional k, m or g suffix, at most max. */
+static bool parse_size(const char *s, uint64_t max, uint64_t *out)
 {
 	char num[32];
 	size_t n = strlen(s);
@@ -102,12 +103,27 @@ static bool p_chunk(struct ods_config *c, const char *s)
 	}
 	if (mult != 1)
 		num[n - 1] = '\0';
-	if (!parse_u64(num, &v, false) || v > (1ull << 30) / mult)
+	if (!parse_u64(num, &v, false) || v > max / mult)
 		return false;
-	v *= mult;
-	if (v < ODS_ALIGN || v % ODS_ALIGN)
+	*out = v * mult;
+	return true;
+}
+
+static bool p_chunk(struct ods_config *c, const char *s)
+{
+	uint64_t v;
+	if (!parse_size(s, 1ull << 30, &v) || v < ODS_ALIGN || v % ODS_ALIGN)
 		return false;
 	c->chunk_size = (size_t)v;
+	return true;
+}
+
+static bool p_pinned(struct ods_config *c, const char *s)
+{
+	uint64_t v;
+	if (!parse_size(s, 1ull << 40, &v) || v < (1ull << 20))
+		return false;
+	c->max_pinned = (size_t)v;
 	return true;
 }
 
@@ -155,6 +171,7 @@ static const struct {
 	{ "OPENDS_QUEUE_DEPTH", "an integer from 1 to 4096", p_depth },
 	{ "OPENDS_CHUNK_SIZE", "a size from 4k to 1g that is a multiple of 4096 (suffix k, m or g, either case; no leading zeros)",
 	  p_chunk },
+	{ "OPENDS_MAX_PINNED", "a size from 1m to 1024g (suffix k, m or g allowed)", p_pinned },
 	{ "OPENDS_CPU_MASK", "a hexadecimal CPU mask of at most 64 bits, e.g. 0xf0", p_mask },
 	{ "OPENDS_IDLE_SPIN", "microseconds from 0 to 1000000, or busy", p_spin },
 	{ "OPENDS_ASSUME_ALIGNED_ONLY", "0 or 1", p_aligned },

@@ -100,6 +100,7 @@ struct ods_config {
 	size_t chunk_size;    /* 0: backend default */
 	uint64_t cpu_mask;    /* 0: no pinning */
 	long idle_spin_us;    /* -1: never sleep ("busy"); -2: unset */
+	size_t max_pinned;    /* staging memory budget in bytes; 0: default (ods_pinned_budget) */
 	bool aligned_only;
 };
 
@@ -337,6 +338,18 @@ void ods_batches_forget(void);
 ssize_t ods_pread_full(int fd, void *buf, size_t size, off_t off);
 ssize_t ods_pwrite_full(int fd, const void *buf, size_t size, off_t off);
 void *ods_aligned_alloc(size_t size); /* ODS_ALIGN-aligned, or NULL */
+/* memcpy where dst or src is the caller's memory, which may be read-only
+ * or unmapped: the kernel copies (process_vm_readv on this process) and a
+ * bad address gives -EFAULT, as pread/pwrite would, instead of a signal.
+ * 0 or -EFAULT. */
+int ods_copy_checked(void *dst, const void *src, size_t n);
+
+/* The staging memory budget (OPENDS_MAX_PINNED): every pinned or bounce
+ * staging area the library keeps for the life of the driver reserves its
+ * bytes here first, so their total stays within it (src/core/stage.c). */
+size_t ods_pinned_budget(const struct ods_config *cfg); /* the budget in bytes */
+bool ods_pinned_reserve(size_t n); /* false: it would not fit */
+void ods_pinned_release(size_t n);
 
 /* The POSIX read/write path (src/core/posix_io.c): io on the calling
  * thread with pread/pwrite, any size and offset, O_DIRECT or not; device

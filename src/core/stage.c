@@ -25,8 +25,8 @@ struct ods_stage_worker {
 	atomic_uint wake_seq; /* the engine's own wait (movers without wait) */
 	struct ods_stage_unit *units, *free_list;
 	unsigned nfree, nio, ncopy;
-	char *slots;
-	bool slots_pinned, slots_failed;
+	char *block;                  /* every slot at once (accelerators that pin) */
+	bool block_pinned;
 	struct ods_stage_req *held_r; /* the request this worker last took chunks of, */
 	unsigned held_n;              /* and how many of them it holds */
 	bool declined;                /* left the head request to other workers */
@@ -39,6 +39,7 @@ struct ods_stage {
 	const struct ods_accel *accel;
 	const struct ods_config *cfg;
 	struct ods_stage_params p;
+	size_t reserved;     /* bytes of the staging budget held */
 	unsigned started;
 	struct ods_stage_worker *w;
 	pthread_mutex_t lock;
@@ -68,6 +69,41 @@ const struct ods_stage_params *ods_stage_params(const struct ods_stage *s)
 	return &s->p;
 }
 
+/* ---- the staging memory budget ----------------------------------------------- */
+
+static atomic_size_t pinned_reserved;
+
+size_t ods_pinned_budget(const struct ods_config *cfg)
+{
+	if (cfg->max_pinned)
+		return cfg->max_pinned;
+	/* a quarter of the memory: the defaults (8 workers x 16 x 1 MiB, plus
+	 * stream staging) use a small part of it on any machine the library is
+	 * for, the largest chunk (1 GiB) still fits once per worker on a 16 GiB
+	 * machine, and settings that ask for more get a smaller depth or are
+	 * refused at open instead of pinning memory the machine does not have */
+	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+	size_t ram = pages > 0 && page > 0 ? (size_t)pages * (size_t)page : (size_t)8 << 30;
+	size_t b = ram / 4;
+	return b < ((size_t)256 << 20) ? (size_t)256 << 20 : b;
+}
+
+bool ods_pinned_reserve(size_t n)
+{
+	size_t budget = ods_pinned_budget(&ods_drv.cfg);
+	size_t cur = atomic_load(&pinned_reserved);
+	do {
+		if (n > budget || cur > budget - n)
+			return false;
+	} while (!atomic_compare_exchange_weak(&pinned_reserved, &cur, cur + n));
+	return true;
+}
+
+void ods_pinned_release(size_t n)
+{
+	atomic_fetch_sub(&pinned_reserved, n);
+}
+
 /* ---- request accounting ------------------------------------------------- */
 
 static void note_err(struct ods_stage_req *r, long e)
@@ -83,6 +119,44 @@ static void note_short(struct ods_stage_req *r, off_t at)
 		;
 }
 
+static void note_written(struct ods_stage_req *r, off_t to)
+{
+	long long cur = atomic_load(&r->written_to);
+	while ((long long)to > cur && !atomic_compare_exchange_weak(&r->written_to, &cur, (long long)to))
+		;
+}
+
+/* A chunk found the end of the source at `from` while a later chunk had
+ * already put bytes up to `to` into the caller's memory: the source was
+ * cut and regrown during the read. The count must cover every byte
+ * written, so [from, to) is read again now, and what the source no longer
+ * has reads as zeros, as a hole does. Returns the end of the read. */
+static off_t refill(struct ods_stage_req *r, off_t from, off_t to)
+{
+	struct ods_io sub = *r->io;
+	sub.buf = r->io->buf + (from - r->io->off);
+	sub.off = from;
+	sub.size = (size_t)(to - from);
+	ssize_t n = r->s->mv->rw_whole(&sub);
+	if (n < 0)
+		n = 0;
+	size_t left = sub.size - (size_t)n;
+	char *dst = sub.buf + n;
+	if (sub.mem == ODS_MEM_HOST) {
+		memset(dst, 0, left);
+		return to;
+	}
+	static const char zeros[64 << 10];
+	while (left) {
+		size_t k = left < sizeof(zeros) ? left : sizeof(zeros);
+		if (r->s->accel->copy_to_device(dst, zeros, k))
+			return (off_t)(dst - r->io->buf) + r->io->off; /* count what holds */
+		dst += k;
+		left -= k;
+	}
+	return to;
+}
+
 static void req_put(struct ods_stage_req *r)
 {
 	if (atomic_fetch_sub_explicit(&r->pending, 1, memory_order_acq_rel) != 1)
@@ -95,8 +169,11 @@ static void req_put(struct ods_stage_req *r)
 	else if (io->opcode == OPENDS_WRITE)
 		res = (ssize_t)io->size;
 	else {
-		long long s = atomic_load(&r->short_at);
-		res = (ssize_t)((s < (long long)r->end ? (off_t)s : r->end) - io->off);
+		long long s = atomic_load(&r->short_at), w = atomic_load(&r->written_to);
+		off_t stop = s < (long long)r->end ? (off_t)s : r->end;
+		if ((off_t)w > stop)
+			stop = refill(r, stop, (off_t)w);
+		res = (ssize_t)(stop - io->off);
 	}
 	free(r);
 	ods_io_complete(io, res);
@@ -208,53 +285,70 @@ static struct ods_stage_req *take_chunk(struct ods_stage_worker *w, off_t *c0, o
 
 /* ---- slots and copies ---------------------------------------------------- */
 
-static bool slots_ready(struct ods_stage_worker *w)
+/* Slots: with an accelerator that pins memory, every slot of a worker is
+ * allocated and pinned when it starts (pinning later, while a caller's
+ * stream waits on an operation of ours, could meet an implicit device
+ * synchronisation). Otherwise each slot is mapped when a unit first needs
+ * one, so a small read costs one chunk, not depth x chunk. A slot that
+ * cannot be had fails that chunk with -ENOMEM only: the next one tries
+ * again. ods_stage_open keeps threads x depth x chunk within the budget. */
+static void slot_set(struct ods_stage_unit *u, char *p)
+{
+	const struct ods_mover *m = u->w->s->mv;
+	u->slot_mem = p;
+	if (m->slot_added)
+		m->slot_added(u->w->ctx, u->idx, p, u->w->s->p.chunk);
+}
+
+static void block_alloc(struct ods_stage_worker *w)
 {
 	struct ods_stage *s = w->s;
-	if (w->slots)
-		return true;
-	if (w->slots_failed)
-		return false;
 	size_t n = (size_t)s->p.depth * s->p.chunk;
-	char *p = NULL;
-	w->slots_pinned = s->accel->pinned_alloc && (p = s->accel->pinned_alloc(n));
+	char *p = s->accel->pinned_alloc(n);
+	w->block_pinned = p != NULL;
 	if (!p) {
-		/* no accelerator pinning (or it failed): plain pages still work,
-		 * the accelerator's copies from them are just slower */
+		/* pinning failed: plain pages still work, the accelerator's
+		 * copies from them are just slower */
 		void *m = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		p = m == MAP_FAILED ? NULL : m;
 	}
-	if (!p) {
-		w->slots_failed = true;
-		return false;
-	}
-	w->slots = p;
-	if (s->mv->slots_added)
-		s->mv->slots_added(w->ctx, p, s->p.chunk, s->p.depth);
-	return true;
+	if (!p)
+		return; /* slots then come one by one, on first use */
+	w->block = p;
+	for (unsigned i = 0; i < s->p.depth; i++)
+		slot_set(&w->units[i], p + (size_t)i * s->p.chunk);
 }
 
 static void slots_free(struct ods_stage_worker *w)
 {
 	struct ods_stage *s = w->s;
-	if (!w->slots)
-		return;
-	size_t n = (size_t)s->p.depth * s->p.chunk;
+	size_t chunk = s->p.chunk;
 	if (s->mv->slots_removed)
 		s->mv->slots_removed(w->ctx);
-	if (w->slots_pinned)
-		s->accel->pinned_free(w->slots, n);
-	else
-		munmap(w->slots, n);
-	w->slots = NULL;
+	if (w->block) {
+		if (w->block_pinned)
+			s->accel->pinned_free(w->block, (size_t)s->p.depth * chunk);
+		else
+			munmap(w->block, (size_t)s->p.depth * chunk);
+		w->block = NULL;
+	} else {
+		for (unsigned i = 0; i < s->p.depth; i++)
+			if (w->units[i].slot_mem)
+				munmap(w->units[i].slot_mem, chunk);
+	}
+	for (unsigned i = 0; i < s->p.depth; i++)
+		w->units[i].slot_mem = NULL;
 }
 
 char *ods_stage_slot(struct ods_stage_unit *u)
 {
-	struct ods_stage_worker *w = u->w;
-	if (!slots_ready(w))
-		return NULL;
-	return w->slots + (size_t)u->idx * w->s->p.chunk;
+	if (!u->slot_mem) {
+		void *m = mmap(NULL, u->w->s->p.chunk, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m == MAP_FAILED)
+			return NULL;
+		slot_set(u, m);
+	}
+	return u->slot_mem;
 }
 
 /* Start the copy of a unit; completion is asked with copy_poll. */
@@ -356,6 +450,8 @@ void ods_stage_read_done(struct ods_stage_unit *u)
 	size_t got = stop > u->c0 ? (size_t)(stop - u->c0) : 0;
 	if (got < (size_t)(u->c1 - u->c0))
 		note_short(r, u->c0 + (off_t)got);
+	if (!u->slot && got)
+		note_written(r, u->c0 + (off_t)got); /* the mover read into the caller's memory */
 	if (!u->slot || !got) {
 		ods_stage_end(u, 0);
 		return;
@@ -363,10 +459,14 @@ void ods_stage_read_done(struct ods_stage_unit *u)
 	char *src = u->io_buf + (u->c0 - u->io_off);
 	char *dst = io->buf + (u->c0 - io->off);
 	if (io->mem == ODS_MEM_HOST) {
-		memcpy(dst, src, got);
-		ods_stage_end(u, 0);
+		/* the caller's memory may be read-only: -EFAULT as pread */
+		int rc = ods_copy_checked(dst, src, got);
+		if (!rc)
+			note_written(r, u->c0 + (off_t)got);
+		ods_stage_end(u, rc);
 		return;
 	}
+	note_written(r, u->c0 + (off_t)got);
 	start_copy_stage(u, dst, src, got, true);
 }
 
@@ -552,7 +652,7 @@ static void *worker_main(void *arg)
 	 * meet an implicit device synchronisation; and the first transfer
 	 * should not pay for it. Without one, slots come on first use. */
 	if (a->pinned_alloc)
-		slots_ready(w);
+		block_alloc(w);
 	pthread_mutex_lock(&s->lock);
 	s->ready++;
 	pthread_cond_broadcast(&s->ready_cv);
@@ -643,6 +743,7 @@ void ods_stage_submit(struct ods_stage *s, struct ods_io *io, bool may_block)
 		return;
 	}
 	r->io = io;
+	r->s = s;
 	r->pos = io->off;
 	r->end = io->off + (off_t)io->size;
 	r->fsize = -1;
@@ -654,6 +755,7 @@ void ods_stage_submit(struct ods_stage *s, struct ods_io *io, bool may_block)
 	atomic_init(&r->pending, 1);
 	atomic_init(&r->short_at, (long long)r->end);
 	atomic_init(&r->err, 0);
+	atomic_init(&r->written_to, (long long)io->off);
 	size_t chunks = chunk_count(s, r);
 
 	pthread_mutex_lock(&s->lock);
@@ -690,29 +792,61 @@ static void stop_workers(struct ods_stage *s)
 		free(w->units);
 	}
 	free(s->w);
+	if (s->reserved)
+		ods_pinned_release(s->reserved);
 	pthread_cond_destroy(&s->room);
 	pthread_cond_destroy(&s->ready_cv);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
 }
 
+/* Fit threads x depth x chunk of staging into what is left of the budget:
+ * the depth is cut to fit; refused when not even one chunk per worker fits. */
+static int fit_budget(struct ods_stage_params *p, const struct ods_mover *m, const struct ods_config *cfg,
+		      size_t *reserved)
+{
+	size_t budget = ods_pinned_budget(cfg), per_unit = (size_t)p->threads * p->chunk;
+	size_t left = budget - (atomic_load(&pinned_reserved) < budget ? atomic_load(&pinned_reserved) : budget);
+	size_t fit = left / per_unit;
+	if (fit < p->depth)
+		p->depth = fit ? (unsigned)fit : 1;
+	size_t need = per_unit * p->depth;
+	if (need / p->depth != per_unit || !ods_pinned_reserve(need))
+		return ods_fail(OPENDS_DRIVER_INVALID_PROPS,
+				"%s: %u workers (OPENDS_IO_THREADS) x %u chunk(s) (OPENDS_QUEUE_DEPTH) of %zu KiB "
+				"(OPENDS_CHUNK_SIZE) need %zu MiB of staging memory; OPENDS_MAX_PINNED allows %zu MiB "
+				"(%zu MiB of it free)",
+				m->name, p->threads, p->depth, p->chunk >> 10, need >> 20, budget >> 20, left >> 20);
+	*reserved = need;
+	return 0;
+}
+
 int ods_stage_open(struct ods_stage **out, const struct ods_stage_params *p, const struct ods_mover *m,
 		   const struct ods_config *cfg, const struct ods_accel *accel)
 {
 	int rc;
+	struct ods_stage_params fitted = *p;
+	size_t reserved;
+	if ((rc = fit_budget(&fitted, m, cfg, &reserved)))
+		return rc;
 	struct ods_stage *s = calloc(1, sizeof(*s));
-	if (!s)
+	if (!s) {
+		ods_pinned_release(reserved);
 		return ods_fail(OPENDS_NOMEM_ERROR, "%s: out of memory", m->name);
+	}
 	s->mv = m;
 	s->accel = accel;
 	s->cfg = cfg;
-	s->p = *p;
+	s->p = fitted;
+	s->reserved = reserved;
+	p = &s->p;
 	s->cap = p->threads * p->depth;
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->room, NULL);
 	pthread_cond_init(&s->ready_cv, NULL);
 	s->w = calloc(p->threads, sizeof(*s->w));
 	if (!s->w) {
+		ods_pinned_release(reserved);
 		pthread_cond_destroy(&s->room);
 		pthread_cond_destroy(&s->ready_cv);
 		pthread_mutex_destroy(&s->lock);

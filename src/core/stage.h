@@ -67,6 +67,8 @@ struct ods_stage_req {
 	atomic_uint pending;    /* chunks running + 1 while chunks are left */
 	atomic_llong short_at;  /* lowest offset where data ended (EOF) */
 	atomic_long err;        /* first error, negated; 0 none */
+	atomic_llong written_to; /* reads: end of the furthest bytes put into the caller's memory */
+	struct ods_stage *s;
 };
 
 struct ods_stage_unit {
@@ -88,6 +90,7 @@ struct ods_stage_unit {
 	size_t cp_n;
 	bool cp_to_dev;
 	unsigned cp_polls;
+	char *slot_mem;         /* its slot, once it has one */
 	struct ods_stage_unit *next_free;
 	struct ods_stage_unit *_Atomic post_next;
 	long post_res;
@@ -119,10 +122,10 @@ struct ods_mover {
 	 * starts: 0 or an OPENDS_* code with the detail set. */
 	int (*worker_open)(struct ods_stage *s, unsigned idx, void **ctx);
 	void (*worker_close)(void *ctx); /* after the worker thread ended */
-	/* optional, worker thread: its depth slots of slot_size bytes each,
-	 * contiguous from base, were allocated (e.g. to register them as fixed
-	 * buffers), or are about to be freed */
-	void (*slots_added)(void *ctx, char *base, size_t slot_size, unsigned n);
+	/* optional, worker thread: slot i (size bytes at p) of this worker
+	 * now exists, e.g. to register it as a fixed buffer; slots_removed:
+	 * all of them are about to be freed */
+	void (*slot_added)(void *ctx, unsigned i, char *p, size_t size);
 	void (*slots_removed)(void *ctx);
 
 	/* Submitter's thread, before r is queued: set r->fsize, r->delegate,
@@ -173,13 +176,17 @@ void *ods_stage_ctx(const struct ods_stage_unit *u);
 
 struct ods_stage_params {
 	unsigned threads;  /* workers */
-	unsigned depth;    /* units per worker */
+	unsigned depth;    /* units per worker (cut to fit the staging budget) */
 	size_t chunk;      /* bytes per chunk and per slot */
 	long spin_us;      /* an idle worker spins this long before sleeping; -1 never sleeps */
 };
 
 /* Start the workers with mover m over the driver's accelerator. 0 or an
- * OPENDS_* code with the detail set; *out the engine. */
+ * OPENDS_* code with the detail set; *out the engine. threads x depth x
+ * chunk bytes of staging are reserved from the budget (ods_pinned_reserve)
+ * until close: the depth is cut to fit; when not even threads x chunk
+ * fits, the open is refused (OPENDS_DRIVER_INVALID_PROPS).
+ * ods_stage_params gives the depth it runs with. */
 int ods_stage_open(struct ods_stage **out, const struct ods_stage_params *p, const struct ods_mover *m,
 		   const struct ods_config *cfg, const struct ods_accel *accel);
 /* Waits until every request has completed, then stops the workers. */

@@ -125,6 +125,7 @@ struct uunit {
 	bool hot;      /* read buffered because the range is cached: its reads
 			  in the ring count in nhot */
 	unsigned retries;
+	bool fixed;    /* its slot is the ring's fixed buffer idx */
 };
 
 struct uworker {
@@ -132,7 +133,7 @@ struct uworker {
 	int efd;
 	uint64_t efd_val;
 	bool wake_armed;  /* the eventfd read is in the ring */
-	bool slots_fixed; /* the engine's slots are the ring's fixed buffers */
+	bool table;       /* the ring has a (sparse) fixed-buffer table */
 	bool inline_io;   /* a read that runs inline was queued: submit it now */
 	unsigned nhot;    /* reads of cached ranges in the ring */
 	struct uunit *uu; /* by unit index */
@@ -200,7 +201,7 @@ static void issue(struct ods_stage_unit *u)
 	char *b = u->io_buf + u->io_done;
 	unsigned n = (unsigned)(u->io_len - u->io_done);
 	off_t o = u->io_off + (off_t)u->io_done;
-	bool fixed = u->slot && w->slots_fixed;
+	bool fixed = u->slot && x->fixed;
 	if (u->r->io->opcode == OPENDS_READ) {
 		if (fixed)
 			io_uring_prep_read_fixed(sqe, x->fd, b, n, (uint64_t)o, (int)u->idx);
@@ -283,7 +284,11 @@ static void uring_write(struct ods_stage_unit *u)
 			ods_stage_end(u, -ENOMEM);
 			return;
 		}
-		memcpy(slot, u->io_buf, u->io_len);
+		int rc = ods_copy_checked(slot, u->io_buf, u->io_len);
+		if (rc) {
+			ods_stage_end(u, rc);
+			return;
+		}
 		u->io_buf = slot;
 		u->slot = true;
 	}
@@ -436,27 +441,24 @@ static void ring_wake(void *ctx)
 }
 
 /* Fixed buffers save pinning the pages on every I/O; optional (a low
- * RLIMIT_MEMLOCK refuses them, and plain reads work the same). */
-static void slots_added(void *ctx, char *base, size_t size, unsigned n)
+ * RLIMIT_MEMLOCK refuses them, kernels before 5.19 have no sparse table,
+ * and plain reads work the same). The ring gets a sparse table of depth
+ * entries at start; slot i becomes entry i when it exists. */
+static void slot_added(void *ctx, unsigned i, char *p, size_t size)
 {
 	struct uworker *w = ctx;
-	struct iovec *iov = calloc(n, sizeof(*iov));
-	if (!iov)
-		return;
-	for (unsigned i = 0; i < n; i++) {
-		iov[i].iov_base = base + (size_t)i * size;
-		iov[i].iov_len = size;
-	}
-	w->slots_fixed = io_uring_register_buffers(&w->ring, iov, n) == 0;
-	free(iov);
+	struct iovec iov = { p, size };
+	w->uu[i].fixed = w->table && io_uring_register_buffers_update_tag(&w->ring, i, &iov, NULL, 1) == 1;
 }
 
 static void slots_removed(void *ctx)
 {
 	struct uworker *w = ctx;
-	if (w->slots_fixed)
+	if (w->table)
 		io_uring_unregister_buffers(&w->ring);
-	w->slots_fixed = false;
+	w->table = false;
+	for (unsigned i = 0; i < U.depth; i++)
+		w->uu[i].fixed = false;
 }
 
 static int ring_init(struct uworker *w)
@@ -484,8 +486,8 @@ static int ring_init(struct uworker *w)
 
 static int worker_open(struct ods_stage *s, unsigned idx, void **ctx)
 {
-	(void)s;
 	(void)idx;
+	U.depth = ods_stage_params(s)->depth; /* what fits the staging budget */
 	struct uworker *w = calloc(1, sizeof(*w));
 	struct uunit *uu = calloc(U.depth, sizeof(*uu));
 	if (!w || !uu) {
@@ -512,6 +514,7 @@ static int worker_open(struct ods_stage *s, unsigned idx, void **ctx)
 				strerror(-e));
 	}
 	w->efd = efd;
+	w->table = io_uring_register_buffers_sparse(&w->ring, U.depth) == 0;
 	arm_wake(w);
 	*ctx = w;
 	return 0;
@@ -566,7 +569,7 @@ static const struct ods_mover uring_mover = {
 	.name = "uring",
 	.worker_open = worker_open,
 	.worker_close = worker_close,
-	.slots_added = slots_added,
+	.slot_added = slot_added,
 	.slots_removed = slots_removed,
 	.req_init = req_init,
 	.read = uring_read,
@@ -631,8 +634,8 @@ static void uring_close(void)
 static void uring_describe(struct ods_handle *h, char *buf, size_t n)
 {
 	if (!h) {
-		snprintf(buf, n, "io_uring: %u workers x %u chunks of %zu KiB in flight", U.nthreads, U.depth,
-			 U.chunk >> 10);
+		snprintf(buf, n, "io_uring: %u workers x %u chunks of %zu KiB in flight (staging within OPENDS_MAX_PINNED %zu MiB)",
+			 U.nthreads, U.depth, U.chunk >> 10, ods_pinned_budget(&ods_drv.cfg) >> 20);
 		return;
 	}
 	bool direct = ods_handle_fd_direct(h) >= 0;
