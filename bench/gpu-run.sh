@@ -2,10 +2,11 @@
 # The one GPU-machine script: build (bench/gpu-build.sh: liburing from the
 # carried .deps/), run the GPU test suite, then the benchmark sweep sized to
 # finish in about 7 minutes on the two-GPU H200 (nvidia-h200-x2):
-#   - one opends-bench command: filesize8gib hot and imagenetish cold and
-#     hot, all four modes (issue 14's regression legs: hot 8 GiB sync and
-#     stream, imagenetish cold and hot; stream legs also with streams registered
-#     with cuFile's flags 7, as mode stream:7), every caller leg (seq16m, files1t, rand4k,
+#   - one opends-bench command (--legs): filesize8gib sync cold and hot and
+#     stream hot, imagenetish every mode cold and hot (issue 14's regression
+#     legs: hot 8 GiB sync and stream, imagenetish cold and hot; issue 17's
+#     cold big read); stream legs also with streams registered with cuFile's
+#     flags 7 (mode stream:7, issue 18); every caller leg (seq16m, files1t, rand4k,
 #     write16m, write8t, gpu1, gpu2, fanout2) with the ceilings, through
 #     OpenDS, the plain POSIX way, cuFile, and KvikIO (--kvikio, wheels from
 #     the carried .whl/);
@@ -20,12 +21,19 @@
 #     -C bench/results/<name>/raw && rm bench/results/<name>/raw/logs.tar.gz
 # then a line in bench/results/INDEX.md (bench/report --index).
 #
-# Environment: COMMIT (the short hash measured; git's when .git is there),
+# Expected on nvidia-h200-x2 (32 cores): build 10 s, GPU suite 15 s, data
+# generation 60 s (8 GiB + 25,000 small files), filesize8gib legs and
+# ceilings 90 s, imagenetish 80 s, caller legs 50 s, KvikIO 50 s, drop-in
+# (8 GiB) 45 s, safetensors 45 s, report 10 s: about 7.5 minutes.
+#
+# Environment: COMMIT (the short hash measured: the device's copy has no
+# usable .git, so pass it; "unknown" otherwise),
 # SWEEP=0 (build and GPU suite only), CPU_SUITE=1 (the CPU suite too),
-# GPUBENCH=1 (bench/gpubench.c too), KVIKIO=0, DROPIN=0, SAFETENSORS=0, DROPIN_MIB (default 4096), WRITE_SIZE
+# GPUBENCH=1 (bench/gpubench.c too), KVIKIO=0, DROPIN=0, SAFETENSORS=0, DROPIN_MIB (default 8192, as run d), WRITE_SIZE
 # (default 4G), BIG_SIZE (the caller legs' file, default 8G: filesize8gib's),
-# DATASETS (default filesize8gib,imagenetish), CACHES (default hot,imagenetish:cold:
-# hot for both, cold for imagenetish; filesize8gib cold adds about 90 s),
+# LEGS (opends-bench --legs, default
+# filesize8gib:sync:*,filesize8gib:stream:hot,imagenetish:*:*), LEG_TIMEOUT
+# (seconds per leg, default 60),
 # SCALE (dataset counts, default 1), BUDGET (seconds the whole
 # script may take, default 540: the device tool stops a command at 600; the
 # steps after opends-bench are skipped when the budget runs out).
@@ -78,7 +86,7 @@ if [ "${SWEEP:-1}" = 0 ]; then
 	exit 0
 fi
 
-commit=${COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
+commit=${COMMIT:-unknown}
 ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
 machine=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | grep -oiE "[A-Z][0-9]{2,4}" | head -1 |
 	tr 'A-Z' 'a-z')
@@ -97,9 +105,10 @@ if [ "${KVIKIO:-1}" = 1 ] && ls .whl/*.whl >/dev/null 2>&1; then
 	kvikio=(--kvikio bench/kvikio_bench.py)
 fi
 
-step "opends-bench: filesize8gib + imagenetish, cold and hot, every caller leg ($(elapsed) s in)"
+step "opends-bench: filesize8gib + imagenetish legs, every caller leg ($(elapsed) s in)"
 cmd=(build-gpu/tools/opends-bench --data "$data" --out "$res" --commit "$commit"
-	--datasets "${DATASETS:-filesize8gib,imagenetish}" --modes sync,async,stream,batch --cache "${CACHES:-hot,imagenetish:cold}"
+	--datasets filesize8gib,imagenetish --legs "${LEGS:-filesize8gib:sync:*,filesize8gib:stream:hot,imagenetish:*:*}"
+	--leg-timeout "${LEG_TIMEOUT:-60}"
 	--scale "${SCALE:-1}" --callers all --big-size "${BIG_SIZE:-8G}" --write-size "${WRITE_SIZE:-4G}"
 	--stream-flags 0,7 "${kvikio[@]}")
 echo "${cmd[*]}" | tee "$res/raw/command.txt"
@@ -110,7 +119,7 @@ PYTHONUNBUFFERED=1 timeout "$limit" "${cmd[@]}" 2>&1 | tee "$LOGS/opends-bench.l
 echo "opends-bench rc ${PIPESTATUS[0]} ($(elapsed) s in)"
 
 if [ "${DROPIN:-1}" = 1 ] && [ "$(left)" -gt 80 ]; then
-	MIB=${DROPIN_MIB:-4096}
+	MIB=${DROPIN_MIB:-8192}
 	step "cuFile drop-in vs NVIDIA libcufile ($MIB MiB, hot and cold, 1 and 8 threads; $(elapsed) s in)"
 	# each line carries the pinned copy ceiling measured in the same process
 	dbench=$(find build-gpu/tests -name cufile_dropin_bench -type f | head -1)

@@ -104,6 +104,17 @@ def cpu():
     return t.user + t.system
 
 
+def leg_wanted(a, ds, mode, cache):
+    """--legs DATASET:MODE:CACHE items ('*' any), as opends-bench reads them"""
+    if not a.legs:
+        return True
+    for item in a.legs.split(","):
+        f = item.split(":")
+        if len(f) == 3 and all(p in ("*", v) for p, v in zip(f, (ds, mode, cache))):
+            return True
+    return False
+
+
 def leg_order(n):
     """The legs' file order of tools/bench/output.c leg_order()."""
     order, st = list(range(n)), 0x5eed
@@ -309,6 +320,7 @@ def main():
     ap.add_argument("--threads", type=int, default=8)
     ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--callers", default="none")
+    ap.add_argument("--legs", default="", help="DATASET:MODE:CACHE items, * for any (opends-bench --legs)")
     ap.add_argument("--big-size", type=int, default=8 << 30)
     ap.add_argument("--write-size", type=int, default=0)
     ap.add_argument("--rand-reads", type=int, default=20000)
@@ -352,6 +364,8 @@ def main():
 
     modes = [m for m in a.modes.split(",") if m in ("sync", "async", "stream")]
     for ds in [d for d in a.datasets.split(",") if d in DATASETS]:
+        if a.legs and not any(leg_wanted(a, ds, m, c) for m in ("sync", "async", "stream") for c in ("cold", "hot")):
+            continue
         root = os.path.join(a.data, ds)
         files = files_of(root)
         if not files:
@@ -447,7 +461,7 @@ def main():
                        io_threads=kvikio.defaults.get("num_threads"),
                        chunk_size=kvikio.defaults.get("task_size"), config=cfgname, verified=verified, error=err)
 
-        if not modes:
+        if not modes and not a.legs:
             continue
         # tune KvikIO's pool on this dataset (hot, sync), then keep the best
         best = None
@@ -462,8 +476,10 @@ def main():
         cfgname = (f"kvikio {kvikio.defaults.get('num_threads')} threads x {kvikio.defaults.get('task_size') >> 20} MiB"
                    f" compat {a.compat}")
         caches = [c for c in ("cold", "hot") if c in a.cache.split(",") or f"{ds}:{c}" in a.cache.split(",")]
+        if a.legs:
+            caches = ["cold", "hot"]
         for cache in caches:
-            for mode in modes:
+            for mode in (m for m in (("sync", "async", "stream") if a.legs else modes) if leg_wanted(a, ds, m, cache)):
                 try:
                     r = run(mode, cache == "cold", cfgname)
                 except Exception as e:  # noqa: BLE001 - a mode KvikIO cannot do here is n/a

@@ -49,9 +49,13 @@ static void usage(FILE *f)
 		"  --modes LIST        dataset legs: sync,async,stream,batch\n"
 		"  --callers LIST      caller legs: %s, all or none (default all)\n"
 		"  --backends LIST     auto, ref, uring, gds, or none for ceilings and peers only (default auto)\n"
+		"  --legs LIST         instead of --modes and --cache: DATASET:MODE:CACHE items, * for any,\n"
+		"                      e.g. filesize8gib:sync:*,filesize8gib:stream:hot,imagenetish:*:*\n"
 		"  --cache LIST        cold,hot: page cache dropped, or files read once first (default cold);\n"
 		"                      DATASET:cold or DATASET:hot for one dataset only\n"
 		"  --threads N         threads of the sync legs and their ceilings (default 8)\n"
+		"  --leg-timeout S     seconds a leg may run; past it, it stops and is recorded as timed out\n"
+		"                      (default 120; 0: no limit)\n"
 		"  --repeat N          runs per leg, median kept (default 0: 3 for legs under 1 s, else 1)\n"
 		"  --big-size SIZE     the caller legs' big file, e.g. 8G, 256M (default 8G)\n"
 		"  --write-size SIZE   bytes of the write legs (default: the big file's size)\n"
@@ -116,6 +120,35 @@ static bool check_list(const char *opt_name, const char *list, const char *const
 	return true;
 }
 
+/* --legs: DATASET:MODE:CACHE items, each field a known name or '*' */
+static bool check_legs(const char *list, const char *const *ds_names)
+{
+	char buf[1024];
+	snprintf(buf, sizeof(buf), "%s", list);
+	for (char *save = NULL, *it = strtok_r(buf, ",", &save); it; it = strtok_r(NULL, ",", &save)) {
+		char *m = strchr(it, ':'), *c = m ? strchr(m + 1, ':') : NULL;
+		bool ok = m && c && !strchr(c + 1, ':');
+		if (ok) {
+			*m++ = '\0';
+			*c++ = '\0';
+			const char *const *lists[3] = { ds_names, all_modes, all_caches };
+			const char *fields[3] = { it, m, c };
+			for (unsigned f = 0; f < 3 && ok; f++) {
+				bool hit = !strcmp(fields[f], "*");
+				for (unsigned i = 0; !hit && lists[f][i]; i++)
+					hit = !strcmp(lists[f][i], fields[f]);
+				ok = hit;
+			}
+		}
+		if (!ok) {
+			fprintf(stderr, "opends-bench: --legs takes DATASET:MODE:CACHE items (each a name or *), e.g. "
+					"imagenetish:sync:cold or filesize8gib:*:hot; not '%s'\n", list);
+			return false;
+		}
+	}
+	return true;
+}
+
 static bool parse_uint(const char *opt_name, const char *s, unsigned lo, unsigned hi, unsigned *out)
 {
 	char *end;
@@ -161,10 +194,13 @@ static void run_kvikio(void)
 	const char *py = getenv("PYTHON") ? getenv("PYTHON") : "python3";
 	char big[32];
 	snprintf(big, sizeof(big), "%" PRIu64, opt.big_size);
+	char legs[1100] = "";
+	if (opt.legs)
+		snprintf(legs, sizeof(legs), " --legs '%s'", opt.legs);
 	snprintf(cmd, sizeof(cmd),
-		 "%s '%s' --data '%s' --out '%s' --datasets '%s' --cache '%s' --modes '%s' --callers '%s' "
+		 "%s '%s'%s --data '%s' --out '%s' --datasets '%s' --cache '%s' --modes '%s' --callers '%s' "
 		 "--big-size %s --write-size %" PRIu64 " --rand-reads %u --scale %g --threads %u --commit '%s'",
-		 py, kvikio_script, opt.data, opt.out, opt.datasets, opt.caches, opt.modes, opt.callers, big,
+		 py, kvikio_script, legs, opt.data, opt.out, opt.datasets, opt.caches, opt.modes, opt.callers, big,
 		 opt.write_size, opt.rand_reads, opt.scale, opt.threads, opt.commit);
 	if (strchr(opt.data, '\'') || strchr(opt.out, '\'') || strchr(kvikio_script, '\'')) {
 		fprintf(stderr, "opends-bench: --kvikio: paths with quotes are not passed to a shell\n");
@@ -194,6 +230,7 @@ int main(int argc, char **argv)
 		.threads = 8,
 		.big_size = 8ull << 30,
 		.rand_reads = 20000,
+		.leg_timeout = 120,
 		.baselines = true,
 		.verbose = true,
 	};
@@ -212,6 +249,7 @@ int main(int argc, char **argv)
 		{ "big-size", required_argument, 0, 'B' }, { "rand-reads", required_argument, 0, 'R' },
 		{ "write-size", required_argument, 0, 'W' }, { "kvikio", required_argument, 0, 'K' },
 		{ "commit", required_argument, 0, 'H' },  { "stream-flags", required_argument, 0, 'F' },
+		{ "leg-timeout", required_argument, 0, 'T' }, { "legs", required_argument, 0, 'L' },
 		{ 0, 0, 0, 0 },
 	};
 	int c;
@@ -287,6 +325,14 @@ int main(int argc, char **argv)
 			}
 			break;
 		}
+		case 'L': opt.legs = optarg; break;
+		case 'T': {
+			unsigned v;
+			if (!parse_uint("--leg-timeout", optarg, 0, 86400, &v))
+				return 2;
+			opt.leg_timeout = v;
+			break;
+		}
 		case 'K': kvikio_script = optarg; break;
 		case 'H': snprintf(opt.commit, sizeof(opt.commit), "%s", optarg); break;
 		case 'V': {
@@ -320,6 +366,8 @@ int main(int argc, char **argv)
 	    !check_list("--backends", opt.backends, all_backends, NULL) ||
 	    !check_list("--callers", opt.callers, caller_names, "all,none") ||
 	    !check_list("--mem", opt.mem, (const char *const[]){ "host", "device", "auto", NULL }, NULL))
+		return 2;
+	if (opt.legs && !check_legs(opt.legs, ds_names))
 		return 2;
 	if (strchr(opt.mem, ',')) {
 		fprintf(stderr, "opends-bench: --mem takes one of host, device, auto\n");

@@ -45,3 +45,14 @@ assert r.returncode == 0, "bench/report failed"
 md = open(os.path.join(out, "report.md")).read()
 assert "seq16m" in md and "ceiling-write" in md
 print("smoke ok")
+
+# bad input is refused before anything runs, with a message naming it
+for bad, word in ((["--modes", "sync,foo"], "foo"), (["--cache", "warm"], "warm"), (["--callers", "seq1"], "seq1"),
+                  (["--threads", "0"], "--threads"), (["--scale", "x"], "--scale"), (["--legs", "imagenetish:sync"],
+                                                                                      "--legs"),
+                  (["--big-size", "3X"], "--big-size"), (["--stream-flags", "9"], "--stream-flags"), (["extra"], "extra")):
+    b = subprocess.run([bench] + bad, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=30)
+    assert b.returncode == 2 and word in b.stderr, (bad, b.returncode, b.stderr)
+v = subprocess.run([bench, "--version"], stdout=subprocess.PIPE, text=True, timeout=30)
+assert v.returncode == 0 and v.stdout.startswith("opends-bench ")
+print("bad input refused")

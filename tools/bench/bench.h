@@ -13,9 +13,11 @@
 struct bench_opts {
 	bool quick, use_gpu, verbose, append, baselines, gen_only;
 	const char *data, *out, *datasets, *modes, *backends, *caches, *mem, *callers;
+	const char *legs; /* NULL, or DATASET:MODE:CACHE items */
 	double scale;
 	unsigned threads;
 	unsigned repeat;     /* 0: 3 for legs under a second, else 1 */
+	double leg_timeout;  /* seconds a leg may run before it stops as timed out (0: none) */
 	uint64_t big_size;   /* the caller legs' big file */
 	uint64_t write_size; /* bytes of the write legs (<= big_size; 0: big_size) */
 	unsigned rand_reads; /* rand4k: reads per leg */
@@ -65,6 +67,10 @@ void config_wrap(struct leg_result *r, const char *pre, const char *post);
 /* --cache names the state for every dataset (cold, hot) or for one
  * (imagenetish:cold) */
 bool cache_wanted(const char *dataset, const char *cache);
+/* Whether a dataset leg runs: --modes and --cache, or the --legs list of
+ * DATASET:MODE:CACHE items ('*' for any) when given. mode or cache NULL:
+ * any. */
+bool leg_wanted(const char *dataset, const char *mode, const char *cache);
 double cpu_now(void);
 uint64_t mem_available(void); /* MemAvailable in bytes, 0 when unknown */
 bool in_list(const char *list, const char *item);

@@ -127,6 +127,10 @@ static int seq16m(void *ctx, struct leg_result *r)
 	}
 	for (uint64_t off = 0; off < f->size && !r->error; off += CALL) {
 		size_t n = f->size - off < CALL ? (size_t)(f->size - off) : CALL;
+		if (st_expired()) {
+			r->error = -ETIMEDOUT;
+			break;
+		}
 		ssize_t got = od ? opends_sync_read(fh, c->dest, n, (off_t)off, (off_t)off)
 				 : pread_full(fd, c->pinned, n, (off_t)off);
 		if (got >= 0 && (size_t)got != n)
@@ -166,6 +170,10 @@ static int files1t(void *ctx, struct leg_result *r)
 	int last = -1;
 	for (unsigned k = 0; k < ds->nfiles && !r->error; k++) {
 		const struct ds_file *f = &ds->files[c->order[k]];
+		if (st_expired()) {
+			r->error = -ETIMEDOUT;
+			break;
+		}
 		opends_handle_t fh;
 		int fd = od ? open_reg(f->path, O_RDONLY, &fh) : open(f->path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0) {
@@ -216,6 +224,10 @@ static int rand4k(void *ctx, struct leg_result *r)
 	if (fd < 0)
 		r->error = od ? fd : -errno;
 	for (unsigned i = 0; i < c->nreads && !r->error; i++) {
+		if (st_expired()) {
+			r->error = -ETIMEDOUT;
+			break;
+		}
 		uint64_t s = st_now_ns();
 		ssize_t got = od ? opends_sync_read(fh, dst, 4096, (off_t)c->offs[i], 0)
 				 : pread_full(fd, c->pinned, 4096, (off_t)c->offs[i]);

@@ -204,8 +204,13 @@ void record(const struct rec *k, const struct leg_result *r)
 				k->dataset, k->mode, k->backend, cname, 100 * (mib / c - 1));
 	}
 	if (r->error) {
-		fprintf(stderr, "%s %s %s %s: error %d (%s)\n", k->dataset, k->mode, k->backend, k->cache, r->error,
-			r->error < 0 && r->error > -4096 ? strerror(-r->error) : opends_op_status_error(r->error));
+		if (r->error == -ETIMEDOUT)
+			fprintf(stderr, "%s %s %s %s: stopped at its time limit (--leg-timeout %.0f s)\n", k->dataset,
+				k->mode, k->backend, k->cache, opt.leg_timeout);
+		else
+			fprintf(stderr, "%s %s %s %s: error %d (%s)\n", k->dataset, k->mode, k->backend, k->cache,
+				r->error,
+				r->error < 0 && r->error > -4096 ? strerror(-r->error) : opends_op_status_error(r->error));
 		bench_failures++;
 	}
 }
@@ -326,6 +331,14 @@ void progress_init(void)
 
 void progress_start(const char *label, uint64_t total_bytes)
 {
+	static uint64_t t_first;
+	if (!t_first)
+		t_first = st_now_ns();
+	/* in a log (no terminal): one line as each leg starts, so the log
+	 * shows where the time goes */
+	if (!pg.tty && opt.verbose)
+		fprintf(stderr, "[%6.1f s] start: %s\n", st_seconds(t_first, st_now_ns()), label);
+	st_deadline(opt.leg_timeout);
 	pthread_mutex_lock(&pg.lock);
 	snprintf(pg.label, sizeof(pg.label), "%s", label);
 	pg.total = total_bytes;
@@ -346,6 +359,7 @@ uint64_t progress_bytes(void)
 
 void progress_stop(void)
 {
+	st_deadline(0);
 	pthread_mutex_lock(&pg.lock);
 	pg.label[0] = '\0';
 	progress_clear_locked();
@@ -384,6 +398,29 @@ bool cache_wanted(const char *dataset, const char *cache)
 	char item[64];
 	snprintf(item, sizeof(item), "%s:%s", dataset, cache);
 	return in_list(opt.caches, cache) || in_list(opt.caches, item);
+}
+
+static bool field_matches(const char *pat, size_t n, const char *value)
+{
+	return !value || (n == 1 && pat[0] == '*') || (strlen(value) == n && !strncmp(pat, value, n));
+}
+
+bool leg_wanted(const char *dataset, const char *mode, const char *cache)
+{
+	if (!opt.legs)
+		return (!mode || in_list(opt.modes, mode)) && (!cache || cache_wanted(dataset, cache)) &&
+		       (cache || cache_wanted(dataset, "cold") || cache_wanted(dataset, "hot"));
+	/* DATASET:MODE:CACHE items, '*' for any */
+	for (const char *p = opt.legs; *p;) {
+		const char *end = strchr(p, ','), *c1 = strchr(p, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+		if (!end)
+			end = p + strlen(p);
+		if (c1 && c2 && c2 < end && field_matches(p, (size_t)(c1 - p), dataset) &&
+		    field_matches(c1 + 1, (size_t)(c2 - c1 - 1), mode) && field_matches(c2 + 1, (size_t)(end - c2 - 1), cache))
+			return true;
+		p = *end ? end + 1 : end;
+	}
+	return false;
 }
 
 double cpu_now(void)

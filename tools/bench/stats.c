@@ -4,6 +4,7 @@
 #include "stats.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -63,4 +64,17 @@ unsigned st_run_threads(unsigned n, void *(*fn)(void *), void *args, size_t stri
 	for (unsigned i = 0; i < started; i++)
 		pthread_join(t[i], NULL);
 	return started;
+}
+
+static atomic_uint_fast64_t deadline_ns; /* 0: no limit */
+
+void st_deadline(double seconds)
+{
+	atomic_store(&deadline_ns, seconds > 0 ? st_now_ns() + (uint64_t)(seconds * 1e9) : 0);
+}
+
+bool st_expired(void)
+{
+	uint64_t d = atomic_load(&deadline_ns);
+	return d && st_now_ns() > d;
 }

@@ -3,6 +3,7 @@
 #ifndef BENCH_STATS_H
 #define BENCH_STATS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,6 +22,11 @@ uint64_t st_now_ns(void);
 /* Run fn on n threads (at most 256), thread i given args + i * stride
  * (stride 0: all share args), and wait for them all. Returns how many
  * started: fewer than n when the system refuses a thread. */
+/* The running leg's time limit: st_deadline(s) from now (0: none);
+ * st_expired() is true past it. Legs check it between calls and stop,
+ * recording -ETIMEDOUT, so one slow leg cannot eat a whole sweep. */
+void st_deadline(double seconds);
+bool st_expired(void);
 unsigned st_run_threads(unsigned n, void *(*fn)(void *), void *args, size_t stride);
 
 #endif

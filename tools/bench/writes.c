@@ -48,6 +48,10 @@ static void *write_worker(void *arg)
 	for (uint64_t off = lo; off < hi && !atomic_load(&w->err); off += CALL) {
 		size_t n = hi - off < CALL ? (size_t)(hi - off) : CALL;
 		ssize_t put;
+		if (st_expired()) {
+			atomic_store(&w->err, -ETIMEDOUT);
+			break;
+		}
 		if (od) {
 			put = opends_sync_write(w->fh, w->c->dest, n, (off_t)off, (off_t)off);
 		} else {
@@ -154,6 +158,10 @@ static void *cw_worker(void *arg)
 	for (uint64_t off = lo; off < hi; off += CALL) {
 		size_t n = hi - off < CALL ? (size_t)(hi - off) : CALL;
 		n = (n + 4095) & ~(size_t)4095;
+		if (st_expired()) {
+			atomic_store(&w->err, -ETIMEDOUT);
+			break;
+		}
 		ssize_t put = pwrite_full(w->fd, buf, n, (off_t)off);
 		if (put < 0) {
 			atomic_store(&w->err, (int)put);
