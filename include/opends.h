@@ -347,7 +347,12 @@ OPENDS_API ssize_t opends_sync_read(opends_handle_t fh, void *buf, size_t size, 
 /*
  * Write size bytes from buf + buf_offset at file_offset; returns size or a
  * negated error. Concurrent writes to disjoint byte ranges never lose each
- * other's data, even inside one disk block (as with pwrite).
+ * other's data, even inside one disk block (as with pwrite), through one
+ * handle or several handles of the same file, and a write never shortens
+ * the file another writer extended. This holds for O_DIRECT fds too when
+ * the library cannot reopen the file (its permissions changed, privileges
+ * were dropped): partial blocks are then written with O_DIRECT taken off
+ * the caller's open file for the duration of the call.
  * Errors: as opends_sync_read; -EBADF for a read-only fd, -ENOSPC, ...
  */
 OPENDS_API ssize_t opends_sync_write(opends_handle_t fh, const void *buf, size_t size, off_t file_offset,

@@ -118,6 +118,8 @@ struct ods_handle {
 	bool direct;     /* the caller's fd has O_DIRECT */
 	int sync_flags;  /* O_SYNC / O_DSYNC of the caller's fd, kept by the twin */
 	bool blockdev;
+	dev_t dev;       /* the file's device and inode: locks by file */
+	ino_t ino;
 	off_t blk_size;  /* block device: its size in bytes */
 	pthread_mutex_t twin_lock;
 	int twin_fd;     /* the same file opened the other way (direct <->
@@ -331,6 +333,7 @@ void ods_batches_fini(void);
  * joins, no frees, no locks taken; the next open starts from nothing. */
 void ods_registry_forget(void);
 void ods_batches_forget(void);
+void ods_posix_forget(void);
 
 /* helpers shared by backends (src/core/posix.c) */
 /* pread/pwrite the whole range, looping over short transfers and EINTR;

@@ -12,9 +12,10 @@
  * through the handle's buffered twin fd (the same file without O_DIRECT),
  * so partial blocks are merged by the kernel under its page locks and
  * concurrent writers to other bytes of the block lose nothing. Where no
- * twin can be opened, reads use an aligned bounce buffer and writes a
- * read-modify-write under a per-handle lock.
+ * twin can be opened, reads use an aligned bounce buffer and writes take
+ * O_DIRECT off the caller's open file for the call (undirect_rw).
  */
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -55,58 +56,72 @@ static ssize_t bounce_read(int fd, char *dst, size_t size, off_t off)
 	return (ssize_t)done;
 }
 
-/* Read-modify-write of one partial block range on a direct fd; only for
- * when no buffered twin exists. Serialised per handle. */
-static ssize_t rmw_write(struct ods_handle *h, const char *src, size_t size, off_t off)
+/* Locks by file, not by handle: two handles (or two fds) of one file share
+ * one. Striped by (device, inode): files that share a stripe only wait for
+ * each other. */
+#define NSTRIPE 64
+static pthread_mutex_t stripes[NSTRIPE];
+static pthread_once_t stripes_once = PTHREAD_ONCE_INIT;
+
+static void stripes_init(void)
 {
-	char *b = ods_aligned_alloc(BOUNCE);
-	if (!b)
-		return -ENOMEM;
-	ssize_t ret = 0;
-	size_t done = 0;
-	pthread_mutex_lock(&h->twin_lock);
-	off_t old_size = ods_handle_size(h);
-	while (done < size) {
-		off_t pos = off + (off_t)done;
-		off_t a0 = ods_align_down(pos);
-		size_t lead = (size_t)(pos - a0);
-		size_t n = size - done;
-		if (n > BOUNCE - lead)
-			n = BOUNCE - lead;
-		size_t span = (lead + n + ODS_ALIGN - 1) & ~((size_t)ODS_ALIGN - 1);
-		ssize_t r = ods_pread_full(h->fd, b, span, a0);
-		if (r < 0) {
-			ret = r;
-			break;
-		}
-		memset(b + r, 0, span - (size_t)r);
-		memcpy(b + lead, src + done, n);
-		r = ods_pwrite_full(h->fd, b, span, a0);
-		if (r < 0) {
-			ret = r;
-			break;
-		}
-		done += n;
-	}
-	pthread_mutex_unlock(&h->twin_lock);
-	free(b);
-	if (ret < 0)
-		return ret;
-	/* Whole blocks written past the old end leave the file longer than a
-	 * pwrite would; cut it back to max(old size, end of this write). */
-	off_t want = off + (off_t)size > old_size ? off + (off_t)size : old_size;
-	if (!h->blockdev && old_size >= 0 && ods_handle_size(h) > want && ftruncate(h->fd, want) < 0)
-		return -errno;
-	return (ssize_t)size;
+	for (unsigned i = 0; i < NSTRIPE; i++)
+		pthread_mutex_init(&stripes[i], NULL);
 }
 
-/* Transfer through the buffered path: the twin fd, or bounce/RMW. */
+static pthread_mutex_t *file_lock(const struct ods_handle *h)
+{
+	pthread_once(&stripes_once, stripes_init);
+	uint64_t x = (uint64_t)h->ino * 0x9e3779b97f4a7c15ull ^ (uint64_t)h->dev;
+	return &stripes[(x >> 32) % NSTRIPE];
+}
+
+void ods_posix_forget(void)
+{
+	/* a thread of the parent may have held one at the fork */
+	stripes_init();
+}
+
+/* A write (or read) of partial blocks on a direct fd that has no buffered
+ * twin (the file's permissions changed after the caller opened it, or the
+ * process dropped privileges). O_DIRECT is taken off the caller's open file
+ * for the one call, under the file's lock, so the kernel merges the bytes
+ * into the page cache as for any pwrite: nothing is read back and written
+ * whole, so a write-only fd works, another writer of the same block (any
+ * handle) loses nothing, and nothing is truncated afterwards (issue 15
+ * item 2: the read-modify-write this replaces did all three). Other I/O on
+ * the same open file meanwhile goes through the page cache, which the
+ * kernel keeps coherent with direct I/O. */
+static ssize_t undirect_rw(struct ods_io *io, char *buf, size_t size, off_t off)
+{
+	struct ods_handle *h = io->fh;
+	pthread_mutex_t *m = file_lock(h);
+	ssize_t r;
+	pthread_mutex_lock(m);
+	int fl = fcntl(h->fd, F_GETFL);
+	if (fl < 0 || ((fl & O_DIRECT) && fcntl(h->fd, F_SETFL, fl & ~O_DIRECT) < 0)) {
+		r = -errno;
+	} else {
+		r = io->opcode == OPENDS_READ ? ods_pread_full(h->fd, buf, size, off)
+					      : ods_pwrite_full(h->fd, buf, size, off);
+		if ((fl & O_DIRECT) && fcntl(h->fd, F_SETFL, fl) < 0 && r >= 0)
+			r = -errno;
+	}
+	pthread_mutex_unlock(m);
+	return r;
+}
+
+/* Transfer through the buffered path: the twin fd, else (reads) an aligned
+ * bounce or (writes, and reads of a write-only fd) undirect_rw. */
 static ssize_t buffered_rw(struct ods_io *io, char *buf, size_t size, off_t off)
 {
 	int fd = ods_handle_fd_buffered(io->fh);
-	if (io->opcode == OPENDS_READ)
-		return fd >= 0 ? ods_pread_full(fd, buf, size, off) : bounce_read(io->fh->fd, buf, size, off);
-	return fd >= 0 ? ods_pwrite_full(fd, buf, size, off) : rmw_write(io->fh, buf, size, off);
+	if (fd >= 0)
+		return io->opcode == OPENDS_READ ? ods_pread_full(fd, buf, size, off)
+						 : ods_pwrite_full(fd, buf, size, off);
+	if (io->opcode == OPENDS_READ && io->fh->accmode != O_WRONLY)
+		return bounce_read(io->fh->fd, buf, size, off);
+	return undirect_rw(io, buf, size, off);
 }
 
 static ssize_t plain_rw(struct ods_io *io, int fd, char *buf, size_t size, off_t off)

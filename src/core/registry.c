@@ -137,6 +137,8 @@ OPENDS_API opends_error_t opends_handle_register(opends_handle_t *fh, int fd)
 	h->direct = (fl & O_DIRECT) != 0;
 	h->sync_flags = fl & (O_SYNC | O_DSYNC);
 	h->blockdev = S_ISBLK(st.st_mode);
+	h->dev = st.st_dev;
+	h->ino = st.st_ino;
 	h->twin_fd = -1;
 	pthread_mutex_init(&h->twin_lock, NULL);
 	if (h->blockdev) {
