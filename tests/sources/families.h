@@ -10,7 +10,7 @@
 #include "../common.h"
 
 enum fam { SYNC, ASYNC, BATCH, STREAM, NFAM };
-static const char *fam_name[] = { "sync", "async", "batch", "stream" };
+static const char *fam_name[] __attribute__((unused)) = { "sync", "async", "batch", "stream" };
 
 static opends_batch_t batch;
 static opends_stream_t stream;

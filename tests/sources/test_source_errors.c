@@ -13,10 +13,9 @@
  *    (with hostdev, "device memory"), and without it never does.
  */
 #include "fake.h"
+#include "families.h"
 
 #define OBJ ((size_t)300 * T_KiB + 17)
-
-static bool hostdev;
 
 static void registration(void)
 {
@@ -80,36 +79,6 @@ static void registration(void)
 	fake_free(f);
 }
 
-static ssize_t batch_read(opends_handle_t fh, void *buf, size_t size, off_t off)
-{
-	opends_batch_t b;
-	OK(opends_batch_setup(&b, 1));
-	opends_io_params_t p;
-	memset(&p, 0, sizeof(p));
-	p.mode = OPENDS_BATCH;
-	p.u.batch.buf_base = buf;
-	p.u.batch.file_offset = off;
-	p.u.batch.size = size;
-	p.fh = fh;
-	p.opcode = OPENDS_READ;
-	OK(opends_batch_submit(b, 1, &p, 0));
-	opends_io_events_t ev;
-	unsigned nr = 1;
-	struct timespec ts = { 60, 0 };
-	OK(opends_batch_get_status(b, 1, &nr, &ev, &ts));
-	CHECK(nr == 1);
-	CHECKF((ev.status == OPENDS_FAILED) == (ev.ret < 0), "status 0x%x ret %zd", ev.status, ev.ret);
-	OK(opends_batch_destroy(b));
-	return ev.ret;
-}
-
-static ssize_t async_read(opends_handle_t fh, void *buf, size_t size, off_t off)
-{
-	opends_async_future_t fu;
-	OK(opends_async_read(fh, buf, size, off, 0, &fu));
-	return opends_async_await(&fu);
-}
-
 /* every family gets want for a read of size at off */
 static void expect_read(opends_handle_t fh, size_t size, off_t off, ssize_t want, const char *what)
 {
@@ -121,9 +90,9 @@ static void expect_read(opends_handle_t fh, size_t size, off_t off, ssize_t want
 		CHECKF(strstr(t_detail(), "fake://obj"), "%s: the detail does not name the source: %s", what,
 		       t_detail());
 	}
-	r = async_read(fh, buf, size, off);
+	r = do_io(ASYNC, OPENDS_READ, fh, buf, size, off, 0);
 	CHECKF(r == want, "%s: async read got %zd, want %zd", what, r, want);
-	r = batch_read(fh, buf, size, off);
+	r = do_io(BATCH, OPENDS_READ, fh, buf, size, off, 0);
 	CHECKF(r == want, "%s: batch read got %zd, want %zd", what, r, want);
 	free(buf);
 }
@@ -239,16 +208,17 @@ int main(int argc, char **argv)
 	t_args(argc, argv);
 	t_watchdog(120);
 	const char *acc = getenv("OPENDS_ACCEL");
-	hostdev = acc && !strcmp(acc, "hostdev");
 	opends_handle_t fh = NULL;
 	opends_source_desc_t d;
 	memset(&d, 0, sizeof(d));
 	EXPECT_ERR(opends_handle_register_source(&fh, &d), OPENDS_DRIVER_NOT_INITIALIZED);
 	t_driver_open();
+	fam_open();
 	registration();
 	for (int m = FAKE_INLINE; m <= FAKE_BLOCKING; m++)
 		failures((enum fake_mode)m);
 	device_flag();
+	fam_close();
 	OK(opends_driver_close());
 	printf("source errors: registration checks, -errno, -EIO, -EBADF, device flag (%s, %s)\n",
 	       getenv("OPENDS_BACKEND") ? getenv("OPENDS_BACKEND") : "auto", acc ? acc : "auto");
