@@ -64,6 +64,9 @@ static void usage(FILE *f)
 		"  --stream-flags LIST stream legs once per value, streams registered with it (cuFile's\n"
 		"                      cuFileStreamRegister flags, 0-7; 0 = unregistered; default 0);\n"
 		"                      a value N != 0 is the mode stream:N\n"
+		"  --source URL        seq16m and rand4k on a source handle (opends_handle_open_url, e.g.\n"
+		"                      rados://POOL/OBJ?conf=PATH) instead of the caller legs' file\n"
+		"  --source-size SIZE  the source object's bytes (read from offset 0)\n"
 		"  --kvikio SCRIPT     run bench/kvikio_bench.py's same legs after ours, into the same records\n"
 		"  --no-baselines      skip the ceilings and the peers (cuFile, plain POSIX)\n"
 		"  --generate-only     create the datasets and stop\n"
@@ -250,6 +253,7 @@ int main(int argc, char **argv)
 		{ "write-size", required_argument, 0, 'W' }, { "kvikio", required_argument, 0, 'K' },
 		{ "commit", required_argument, 0, 'H' },  { "stream-flags", required_argument, 0, 'F' },
 		{ "leg-timeout", required_argument, 0, 'T' }, { "legs", required_argument, 0, 'L' },
+		{ "source", required_argument, 0, 'U' },  { "source-size", required_argument, 0, 'Z' },
 		{ 0, 0, 0, 0 },
 	};
 	int c;
@@ -326,6 +330,11 @@ int main(int argc, char **argv)
 			break;
 		}
 		case 'L': opt.legs = optarg; break;
+		case 'U': opt.source = optarg; break;
+		case 'Z':
+			if (!parse_size("--source-size", optarg, &opt.source_size))
+				return 2;
+			break;
 		case 'T': {
 			unsigned v;
 			if (!parse_uint("--leg-timeout", optarg, 0, 86400, &v))
@@ -401,7 +410,9 @@ int main(int argc, char **argv)
 	for (unsigned i = 0; i < ds_nspecs; i++)
 		if (in_list(opt.datasets, ds_specs[i].name))
 			run_dataset(&ds_specs[i]);
-	if (strcmp(opt.callers, "none"))
+	if (opt.source && !opt.gen_only)
+		run_source(); /* the caller legs on the URL, in place of the file */
+	else if (strcmp(opt.callers, "none"))
 		run_callers();
 	progress_end();
 	out_close();

@@ -14,6 +14,8 @@ struct bench_opts {
 	bool quick, use_gpu, verbose, append, baselines, gen_only;
 	const char *data, *out, *datasets, *modes, *backends, *caches, *mem, *callers;
 	const char *legs; /* NULL, or DATASET:MODE:CACHE items */
+	const char *source; /* a URL for opends_handle_open_url, or NULL */
+	uint64_t source_size;
 	double scale;
 	unsigned threads;
 	unsigned repeat;     /* 0: 3 for legs under a second, else 1 */
@@ -104,6 +106,8 @@ void run_dataset(const struct ds_spec *spec);
 /* ---- callers.c: one calling thread, the ways users call --------------- */
 extern const char *const caller_names[];
 void run_callers(void);
+/* ---- source.c: seq16m and rand4k on --source URL ----------------------- */
+void run_source(void);
 /* ceiling-h2d: the best pinned copy over 16-256 MiB copies. */
 void record_h2d_ceiling(void);
 
