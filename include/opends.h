@@ -231,6 +231,8 @@ OPENDS_API const char *opends_last_error_detail(void);
  *                       -OPENDS_INVALID_VALUE.
  * Numbers are plain decimal (OPENDS_CPU_MASK: hex) without sign, spaces or
  * leading zeros ("08" is refused, "0" is fine).
+ *   OPENDS_CUFILE_LIBRARY  path or file name of NVIDIA's libcufile.so.0 (gds).
+ *   OPENDS_RADOS_LIBRARY   path or file name of librados.so.2 (rados:// sources).
  * Variables a backend does not use are still validated.
  *
  * Errors: OPENDS_DRIVER_ALREADY_OPEN (open twice), OPENDS_DRIVER_INVALID_PROPS

@@ -1,6 +1,7 @@
 """opends.config: change the driver's configuration from Python, like
 ``kvikio.defaults.set``. The settings are the OPENDS_* environment
-variables that opends_driver_open reads (see opends.h / README)."""
+variables that opends_driver_open reads (see opends.h / README;
+python/tests/test_errors.py checks this list against src/core/config.c)."""
 
 import os
 from typing import Any, Mapping, Optional
@@ -16,10 +17,13 @@ SETTINGS = {
     "io_threads": "OPENDS_IO_THREADS",
     "queue_depth": "OPENDS_QUEUE_DEPTH",
     "chunk_size": "OPENDS_CHUNK_SIZE",
+    "max_pinned": "OPENDS_MAX_PINNED",
+    "inline_max": "OPENDS_INLINE_MAX",
     "cpu_mask": "OPENDS_CPU_MASK",
     "idle_spin": "OPENDS_IDLE_SPIN",
     "assume_aligned_only": "OPENDS_ASSUME_ALIGNED_ONLY",
     "cufile_library": "OPENDS_CUFILE_LIBRARY",
+    "rados_library": "OPENDS_RADOS_LIBRARY",
 }
 
 

@@ -43,3 +43,30 @@ def test_code_names():
     assert e.errno == errno.EBADF and e.name == "EBADF"
     e = opends.Error(opends.OPENDS_INVALID_VALUE, "y")
     assert e.errno is None and e.code == 5022
+
+
+def _src(rel):
+    p = os.path.join(os.path.dirname(__file__), "..", "..", rel)
+    if not os.path.exists(p):
+        pytest.skip("%s is not beside the tests" % rel)
+    with open(p) as f:
+        return f.read()
+
+
+def test_configuration_variables_listed_everywhere():
+    """Every variable the config parser reads (src/core/config.c's table) is
+    in the header, the README, opends.config, opends-info and opends(3)."""
+    parsed = set(re.findall(r'\{ "(OPENDS_[A-Z_]+)", "', _src("src/core/config.c")))
+    assert {"OPENDS_BACKEND", "OPENDS_IO_THREADS", "OPENDS_CUFILE_LIBRARY"} <= parsed
+    from opends.config import SETTINGS
+
+    places = {
+        "include/opends.h": _src("include/opends.h"),
+        "README.md": _src("README.md"),
+        "tools/opends-info.c": _src("tools/opends-info.c"),
+        "packaging/man/opends.3": _src("packaging/man/opends.3"),
+        "opends.config.SETTINGS": " ".join(SETTINGS.values()),
+    }
+    for where, text in places.items():
+        missing = sorted(v for v in parsed if v not in text)
+        assert not missing, "%s does not list %s" % (where, missing)
