@@ -212,6 +212,8 @@ void ods_source_free(struct ods_handle *h);
 void ods_source_describe(struct ods_handle *h, char *buf, size_t n);
 /* Driver close, after the handles are gone: stop the engine's threads. */
 void ods_sources_fini(void);
+/* In the child of fork(): forget the parent's engine and connections. */
+void ods_sources_forget(void);
 /* Add a handle built elsewhere (sources) to the table: 0 or an OPENDS_*
  * code. */
 int ods_handle_add(struct ods_handle *h);

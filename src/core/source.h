@@ -62,6 +62,8 @@ static inline void ods_src_note_off(struct ods_io *io, off_t at)
 
 /* ---- src/sources/ ------------------------------------------------------- */
 
+/* fork(): forget the parent's cluster connections (not usable here). */
+void ods_rados_forget(void);
 /* rados://...: 0 or an OPENDS_* code (detail set); *backend_err an errno. */
 int ods_url_rados(opends_handle_t *fh, const char *rest, int flags, int *backend_err);
 

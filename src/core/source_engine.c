@@ -265,6 +265,19 @@ void ods_sources_fini(void)
 	pthread_mutex_unlock(&E.lock);
 }
 
+/* fork() while open: the child has none of the engine's threads (and
+ * perhaps a lock held by one): forget everything, leaking what the parent
+ * had, as every module does (driver.c after_fork_child). */
+void ods_sources_forget(void)
+{
+	memset(&E, 0, sizeof(E));
+	E.lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+	E.work = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
+	E.room = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
+	E.caps = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
+	ods_rados_forget();
+}
+
 /* ---- slots (E.lock held) ------------------------------------------------- */
 
 static int slot_take(void)

@@ -240,6 +240,13 @@ fail:
 	return rc;
 }
 
+void ods_rados_forget(void)
+{
+	conns_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+	conns = NULL; /* the parent's connections: their threads are not here */
+	L.lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+}
+
 /* ---- the source ------------------------------------------------------------ */
 
 struct rsrc {

@@ -6,9 +6,12 @@
  *    future left in flight finishes before deregister returns; driver
  *    close releases handles still registered;
  *  - opends_describe names the source and its own phrase;
+ *  - a child of fork() opens its own driver and its sources work;
  *  - 1000 register / read / deregister cycles (ASan: nothing leaks).
  */
 #include "fake.h"
+
+#include <sys/wait.h>
 
 #define OBJ ((size_t)2 * T_MiB)
 
@@ -109,6 +112,41 @@ static void describe(void)
 	fake_free(f);
 }
 
+/* fork() with source handles open: the child opens its own driver and its
+ * sources work (the engine's threads are not inherited). */
+static void after_fork(void)
+{
+	t_phase = "fork";
+	struct fake *f = fake_new(FAKE_BLOCKING, 64 * T_KiB, hashpat);
+	opends_source_desc_t d = fake_desc(f);
+	opends_handle_t fh = fake_register(&d);
+	uint8_t buf[4096], want[4096];
+	t_fill(want, 0, sizeof(want), hashpat);
+	EXPECT_SSZ(opends_sync_read(fh, buf, sizeof(buf), 0, 0), (ssize_t)sizeof(buf));
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid == 0) {
+		alarm(30);
+		if (opends_driver_open().err)
+			_exit(3);
+		struct fake *g = fake_new(FAKE_THREAD, 64 * T_KiB, hashpat);
+		opends_source_desc_t e = fake_desc(g);
+		opends_handle_t c = NULL;
+		opends_async_future_t fu;
+		if (opends_handle_register_source(&c, &e).err || opends_async_read(c, buf, sizeof(buf), 0, 0, &fu).err ||
+		    opends_async_await(&fu) != (ssize_t)sizeof(buf) || memcmp(buf, want, sizeof(buf)))
+			_exit(4);
+		opends_handle_deregister(c);
+		_exit(opends_driver_close().err ? 5 : 0);
+	}
+	int st = 0;
+	CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
+	CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child of fork(): status 0x%x", st);
+	EXPECT_SSZ(opends_sync_read(fh, buf, sizeof(buf), 0, 0), (ssize_t)sizeof(buf));
+	OK(opends_handle_deregister(fh));
+	fake_free(f);
+}
+
 static void cycles(void)
 {
 	t_phase = "1000 cycles";
@@ -138,6 +176,7 @@ int main(int argc, char **argv)
 	caps();
 	release_after_drain();
 	describe();
+	after_fork();
 	cycles();
 	OK(opends_driver_close());
 	printf("source life: caps, release once after drain, describe, 1000 cycles\n");
