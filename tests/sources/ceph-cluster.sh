@@ -7,7 +7,9 @@
 #                                         recorded (PIDs in $dir/pids)
 #   tests/sources/ceph-cluster.sh osd-pid prints the OSD's PID
 # Env: OPENDS_CEPH_DIR (default ${TMPDIR:-/tmp}/opends-ceph),
-#      OPENDS_CEPH_PORT (monitor port, default 6789).
+#      OPENDS_CEPH_PORT (monitor port; default the first free one from 6789).
+# A pids file whose daemons are all gone (a run that was killed) is cleared;
+# one with a daemon still running refuses to start over it.
 # Needs Debian's ceph-mon, ceph-osd, ceph-common (16.2, "pacific").
 #
 # Pitfalls handled (shared/research/distributed-sources.md §1.9): the ceph
@@ -18,13 +20,16 @@
 # their PIDs come from their pid files.
 set -u
 D=${OPENDS_CEPH_DIR:-${TMPDIR:-/tmp}/opends-ceph}
-PORT=${OPENDS_CEPH_PORT:-6789}
 C=$D/ceph.conf
 
 alive() { # running (a zombie counts as gone)
 	local st
 	st=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
 	[ "$(echo "$st" | awk '{print $3}')" != Z ]
+}
+
+port_used() { # something listens on 127.0.0.1:$1
+	(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
 
 cli() { # a ceph CLI call, retried
@@ -70,7 +75,28 @@ start() {
 	for t in ceph-mon ceph-osd ceph monmaptool rados; do
 		command -v $t >/dev/null || { echo "ceph-cluster.sh: $t not found (apt-get install ceph-mon ceph-osd ceph-common)" >&2; exit 77; }
 	done
-	[ -f "$D/pids" ] && { echo "ceph-cluster.sh: $D/pids exists: stop first" >&2; exit 1; }
+	if [ -f "$D/pids" ]; then
+		local name pid
+		while read -r name pid; do
+			if alive "$pid"; then
+				echo "ceph-cluster.sh: $name (pid $pid) of an earlier start in $D still runs: stop it first" >&2
+				exit 1
+			fi
+		done <"$D/pids"
+		echo "ceph-cluster.sh: clearing $D of an earlier run whose daemons are gone" >&2
+	fi
+	local PORT=${OPENDS_CEPH_PORT:-}
+	if [ -n "$PORT" ]; then
+		if port_used "$PORT"; then
+			echo "ceph-cluster.sh: OPENDS_CEPH_PORT=$PORT is in use on 127.0.0.1" >&2
+			exit 1
+		fi
+	else
+		for PORT in $(seq 6789 6889) none; do
+			port_used "$PORT" || break
+		done
+		[ "$PORT" = none ] && { echo "ceph-cluster.sh: no free port in 6789-6889 on 127.0.0.1" >&2; exit 1; }
+	fi
 	rm -rf "$D"
 	mkdir -p "$D/mon" "$D/osd0" "$D/log"
 	local fsid uuid id i n
