@@ -48,6 +48,35 @@ static void *file_reader(void *arg)
 	return NULL;
 }
 
+/* SIGSTOP takes effect a little later than kill returns: wait until every
+ * thread of the OSD is stopped (state T), so no request slips through. */
+static bool osd_stopped(void)
+{
+	char dir[64];
+	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)osd);
+	DIR *d = opendir(dir);
+	if (!d)
+		return false;
+	bool all = true;
+	struct dirent *e;
+	while (all && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		char p[400], st[256] = "";
+		snprintf(p, sizeof(p), "%s/%s/stat", dir, e->d_name);
+		FILE *f = fopen(p, "r");
+		if (!f)
+			continue;
+		if (!fgets(st, sizeof(st), f))
+			st[0] = 0;
+		fclose(f);
+		const char *c = strrchr(st, ')');
+		all = c && (c[2] == 'T' || c[2] == 't');
+	}
+	closedir(d);
+	return all;
+}
+
 int main(void)
 {
 	r_setup();
@@ -85,6 +114,10 @@ int main(void)
 	pthread_create(&th, NULL, file_reader, NULL);
 	CHECK(kill(osd, SIGSTOP) == 0);
 	double t0 = t_now();
+	while (!osd_stopped() && t_now() - t0 < 5)
+		usleep(1000);
+	CHECKF(osd_stopped(), "the OSD (pid %d) did not stop within 5 s of SIGSTOP", (int)osd);
+	t0 = t_now();
 	ssize_t r = opends_sync_read(fh, buf, size, 0, 0);
 	double dt = t_now() - t0;
 	CHECKF(r == -ETIMEDOUT, "read with the OSD stopped: %zd (%s), want -ETIMEDOUT", r, t_errname(r));
