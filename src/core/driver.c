@@ -80,6 +80,7 @@ static void after_fork_child(void)
 	atomic_store_explicit(&ods_drv.open, false, memory_order_relaxed);
 	ods_registry_forget();
 	ods_batches_forget();
+	ods_streams_forget();
 	ods_posix_forget();
 	ods_sources_forget();
 	memset(&ods_drv, 0, sizeof(ods_drv));

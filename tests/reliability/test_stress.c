@@ -1,5 +1,5 @@
 /*
- * test_stress N [THREADS [WATCHDOG_S]]: THREADS (16) threads each run N
+ * test_stress N [THREADS [WATCHDOG_S [hostile]]]: THREADS (16) threads each run N
  * groups of mixed operations (sync, async, batch and stream reads and
  * writes of 1 B..64 KiB at any alignment) on their own 1 MiB region of a
  * shared file, through the shared handle or their own one, from registered
@@ -10,6 +10,14 @@
  * Backend and accelerator come from OPENDS_BACKEND / OPENDS_ACCEL (meson
  * runs each backend with host and hostdev, the simulated device memory).
  * The full run of 1M operations: test_stress 62500 (16 x 62500 groups).
+ * With a fourth argument "hostile" (issue 15), two more threads run
+ * alongside: one truncates a third file to a random length and writes its
+ * content back, over and over, while the other reads it through sync and
+ * async calls into canary-filled memory (every returned byte is the file's
+ * or a zero of the extension, no byte past the returned count is
+ * written); and the churn thread forks a child every ~100 ms, which must
+ * see a closed driver, open its own (OPENDS_ACCEL=host), read, close and
+ * exit within 30 s.
  */
 #include "rel.h"
 
@@ -22,7 +30,10 @@ static unsigned long groups;
 static char path[PATH_MAX + 32], path2[PATH_MAX + 32];
 static int shared_fd;
 static opends_handle_t shared_h;
-static atomic_ulong ops_verified, churn_ops;
+static atomic_ulong ops_verified, churn_ops, trunc_ops, trunc_reads, forks;
+static bool hostile;
+static char path3[PATH_MAX + 32];
+#define TFILE (1u << 20)
 static atomic_bool workers_done;
 
 struct worker {
@@ -109,6 +120,107 @@ static void *work(void *arg)
 	return NULL;
 }
 
+/* hostile: truncate and restore a third file while reads race with it */
+static void *truncator(void *arg)
+{
+	(void)arg;
+	uint64_t seed = 99;
+	uint8_t *pat = abuf(TFILE);
+	r_fill(pat, TFILE, 3, 0);
+	int fd = open(path3, O_RDWR);
+	if (fd < 0)
+		R_FAIL("truncator: open");
+	while (!atomic_load(&workers_done)) {
+		off_t l = (off_t)(r_rand(&seed) % TFILE);
+		if (ftruncate(fd, l) || pwrite(fd, pat + l, TFILE - (size_t)l, l) != (ssize_t)(TFILE - (size_t)l))
+			R_FAIL("truncator: %s", strerror(errno));
+		atomic_fetch_add(&trunc_ops, 1);
+	}
+	close(fd);
+	free(pat);
+	return NULL;
+}
+
+static void *trunc_reader(void *arg)
+{
+	(void)arg;
+	uint64_t seed = 1234;
+	uint8_t *mem = abuf(2 * MAXOP + 8192);
+	int fd = open(path3, O_RDONLY);
+	opends_handle_t h;
+	if (fd < 0)
+		R_FAIL("trunc_reader: open");
+	R_TRY(opends_handle_register(&h, fd));
+	while (!atomic_load(&workers_done)) {
+		size_t sz = rand_size(&seed), moff = (size_t)(r_rand(&seed) % 4096);
+		off_t off = (off_t)(r_rand(&seed) % (TFILE - sz + 1));
+		memset(mem, 0xcc, 2 * MAXOP + 8192);
+		ssize_t r;
+		if (r_rand(&seed) % 2) {
+			r = opends_sync_read(h, mem + moff, sz, off, 0);
+		} else {
+			opends_async_future_t f;
+			R_TRY(opends_async_read(h, mem + moff, sz, off, 0, &f));
+			r = opends_async_await(&f);
+		}
+		if (r < 0 || (size_t)r > sz)
+			R_FAIL("truncated file: read of %zu at %lld returned %zd", sz, (long long)off, r);
+		for (size_t i = 0; i < (size_t)r; i++)
+			if (mem[moff + i] != r_pat(3, (uint64_t)off + i) && mem[moff + i] != 0)
+				R_FAIL("truncated file: read of %zu at %lld: byte %zu is 0x%02x, neither the file's nor 0",
+				       sz, (long long)off, i, mem[moff + i]);
+		for (size_t i = 0; i < 2 * MAXOP + 8192; i++)
+			if ((i < moff || i >= moff + (size_t)r) && mem[i] != 0xcc)
+				R_FAIL("truncated file: read of %zu at %lld returned %zd but wrote byte %lld of the "
+				       "buffer", sz, (long long)off, r, (long long)i - (long long)moff);
+		atomic_fetch_add(&trunc_reads, 1);
+	}
+	R_TRY(opends_handle_deregister(h));
+	close(fd);
+	free(mem);
+	return NULL;
+}
+
+/* hostile: fork; the child sees a closed driver and runs its own */
+static void fork_once(void)
+{
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0)
+		R_FAIL("fork: %s", strerror(errno));
+	if (pid == 0) {
+		signal(SIGALRM, SIG_DFL); /* not the parent's watchdog: it cleans up */
+		alarm(20);
+		uint8_t b[4096];
+		if (opends_driver_backend() != NULL || opends_sync_read(shared_h, b, 4096, 0, 0) !=
+								       -OPENDS_DRIVER_NOT_INITIALIZED)
+			_exit(10);
+		setenv("OPENDS_ACCEL", "host", 1);
+		opends_handle_t h;
+		int f = open(path2, O_RDWR);
+		if (opends_driver_open().err || opends_handle_register(&h, f).err ||
+		    opends_sync_read(h, b, 4096, 0, 0) != 4096 || opends_handle_deregister(h).err ||
+		    opends_driver_close().err)
+			_exit(11);
+		_exit(0);
+	}
+	int st;
+	double t0 = r_now();
+	pid_t w;
+	while ((w = waitpid(pid, &st, WNOHANG)) == 0 && r_now() - t0 < 30) {
+		struct timespec ts = { 0, 2 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	if (w == 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &st, 0);
+		R_FAIL("a child of fork hung (killed after 30 s)");
+	}
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		R_FAIL("a child of fork failed: status 0x%x", st);
+	atomic_fetch_add(&forks, 1);
+}
+
 /* Registration churn on other memory and fds while the workers run. */
 static void *churn(void *arg)
 {
@@ -119,7 +231,12 @@ static void *churn(void *arg)
 	int fd = open(path2, O_RDWR | O_CREAT, 0644);
 	if (fd < 0 || pwrite(fd, mem, 8192, 0) != 8192)
 		R_FAIL("churn file");
+	double last_fork = r_now();
 	while (!atomic_load(&workers_done)) {
+		if (hostile && r_now() - last_fork > 0.1) {
+			fork_once();
+			last_fork = r_now();
+		}
 		size_t off = (size_t)(r_rand(&seed) % 256) * 4096, n = 4096 * (1 + r_rand(&seed) % 8);
 		R_TRY(opends_buf_register(mem + off, n, 0));
 		if (opends_buf_register(mem + off, n, 0).err != OPENDS_MEMORY_ALREADY_REGISTERED)
@@ -155,11 +272,22 @@ int main(int argc, char **argv)
 	if (argc > 2)
 		nthreads = (unsigned)strtoul(argv[2], NULL, 10);
 	r_watchdog(argc > 3 ? (unsigned)strtoul(argv[3], NULL, 10) : 300);
+	hostile = argc > 4 && !strcmp(argv[4], "hostile");
 	atexit(r_rmdir_all);
 	r_watchdog_cleanup = r_rmdir_all;
 	const char *tmp = r_tmpdir("stress");
 	snprintf(path, sizeof(path), "%s/data", tmp);
 	snprintf(path2, sizeof(path2), "%s/churn", tmp);
+	snprintf(path3, sizeof(path3), "%s/trunc", tmp);
+	if (hostile) {
+		int f3 = open(path3, O_RDWR | O_CREAT | O_TRUNC, 0644);
+		uint8_t *pat = abuf(TFILE);
+		r_fill(pat, TFILE, 3, 0);
+		if (f3 < 0 || pwrite(f3, pat, TFILE, 0) != TFILE)
+			R_FAIL("trunc file");
+		close(f3);
+		free(pat);
+	}
 
 	opends_error_t e = opends_driver_open();
 	if (e.err == OPENDS_PLATFORM_NOT_SUPPORTED)
@@ -189,14 +317,21 @@ int main(int argc, char **argv)
 		R_TRY(opends_handle_register(&w[i].own_h, w[i].own_fd));
 	}
 	double t0 = r_now();
-	pthread_t ct;
+	pthread_t ct, tt[2];
 	pthread_create(&ct, NULL, churn, NULL);
+	if (hostile) {
+		pthread_create(&tt[0], NULL, truncator, NULL);
+		pthread_create(&tt[1], NULL, trunc_reader, NULL);
+	}
 	for (unsigned i = 0; i < nthreads; i++)
 		pthread_create(&w[i].t, NULL, work, &w[i]);
 	for (unsigned i = 0; i < nthreads; i++)
 		pthread_join(w[i].t, NULL);
 	atomic_store(&workers_done, true);
 	pthread_join(ct, NULL);
+	if (hostile)
+		for (int i = 0; i < 2; i++)
+			pthread_join(tt[i], NULL);
 	double dt = r_now() - t0;
 
 	/* the whole file equals the models */
@@ -220,5 +355,9 @@ int main(int argc, char **argv)
 	       "operations, %.1f s (%.0f ops/s)\n",
 	       r_backend_env(), getenv("OPENDS_ACCEL") ? getenv("OPENDS_ACCEL") : "auto", nthreads,
 	       atomic_load(&ops_verified), atomic_load(&churn_ops), dt, (double)atomic_load(&ops_verified) / dt);
+	if (hostile)
+		printf("hostile: %lu truncations, %lu reads of the truncated file checked, %lu forks (children "
+		       "ran their own driver)\n",
+		       atomic_load(&trunc_ops), atomic_load(&trunc_reads), atomic_load(&forks));
 	return 0;
 }
