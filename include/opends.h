@@ -39,12 +39,17 @@
  * - Deregistering or closing anything (a handle, a buffer, a stream, the
  *   driver) while I/O is in flight on it is undefined, as is closing an fd
  *   that another thread is reading.
- * - Accelerator context (CUDA): the context current on the thread that
- *   calls opends_driver_open is captured (else the primary context of
- *   device 0 serves the library's own work). A call that touches device
- *   memory from a thread whose current context is another one fails with
- *   OPENDS_CONTEXT_MISMATCH; a thread with no current context is fine.
- *   Host memory never needs a context.
+ * - Accelerator context (CUDA): device memory of every GPU the process sees
+ *   may be used, from any thread, at the same time. Each operation is
+ *   served by the device that owns its buffer, in the context the buffer
+ *   was allocated in (found from the pointer), whatever context is current
+ *   on the calling thread and whichever device was current at
+ *   opends_driver_open; each device gets its own copy lanes. A thread's
+ *   current context is never an error by itself: OPENDS_CONTEXT_MISMATCH is
+ *   only a stream of one device given a buffer of another (the detail
+ *   names both), or a buffer or stream whose context was destroyed. The
+ *   NULL stream is the default stream of the buffer's device. Host memory
+ *   never needs a context.
  * - Sync, async and batch I/O on device memory is not ordered after work
  *   the caller queued on its own streams (as with cuFileRead): synchronize
  *   the stream first, or use the stream family.
@@ -131,7 +136,7 @@ extern "C" {
 	X(POINTER_INVALID, 5012, "invalid memory pointer") \
 	X(MEMORY_TYPE_INVALID, 5013, "memory type not supported by this backend") \
 	X(POINTER_RANGE_ERROR, 5014, "pointer range exceeds the allocation") \
-	X(CONTEXT_MISMATCH, 5015, "accelerator context differs from the one captured at driver open") \
+	X(CONTEXT_MISMATCH, 5015, "stream and buffer of different devices, or a destroyed context") \
 	X(INVALID_MAPPING_SIZE, 5016, "access beyond the pinned size") \
 	X(INVALID_MAPPING_RANGE, 5017, "access beyond the registered buffer") \
 	X(INVALID_FILE_TYPE, 5018, "not a regular file or block device") \

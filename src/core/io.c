@@ -45,6 +45,7 @@ ssize_t ods_io_prepare(struct ods_io *io, int opcode, opends_handle_t fh, const 
 	 * accelerator. */
 	struct ods_region r;
 	enum ods_mem_kind kind;
+	unsigned dev = 0;
 	/* the range holding the target decides; else the one holding buf */
 	if (ods_region_find(t, &r) || ods_region_find(b, &r)) {
 		if (t < r.base || t + size > r.base + r.size)
@@ -52,15 +53,14 @@ ssize_t ods_io_prepare(struct ods_io *io, int opcode, opends_handle_t fh, const 
 					 "%s: buf + buf_offset + size runs past the registered range [%p, +%zu)", op,
 					 (void *)r.base, r.size);
 		kind = r.kind;
+		dev = r.dev;
 	} else {
-		kind = ods_drv.accel->classify((const void *)t);
+		/* the device (and context) come from the pointer, whatever
+		 * context is current on this thread */
+		kind = ods_drv.accel->classify((const void *)t, &dev);
 	}
-	if (kind == ODS_MEM_DEVICE && ods_drv.accel->check_context) {
-		int rc = ods_drv.accel->check_context();
-		if (rc)
-			return -ods_fail(rc, "%s: the calling thread's accelerator context is not the one "
-					     "captured at opends_driver_open", op);
-	}
+	if (kind == ODS_MEM_DEVICE && dev >= ODS_MAX_DEVICES)
+		return -OPENDS_CONTEXT_MISMATCH; /* the detail set by classify */
 	if (ods_drv.cfg.aligned_only && ((uint64_t)file_offset % ODS_ALIGN || size % ODS_ALIGN))
 		return -ods_fail(OPENDS_INVALID_VALUE,
 				 "%s: file_offset %lld or size %zu is not 4096-aligned and "
@@ -74,6 +74,7 @@ ssize_t ods_io_prepare(struct ods_io *io, int opcode, opends_handle_t fh, const 
 	io->off = file_offset;
 	io->opcode = (uint8_t)opcode;
 	io->mem = (uint8_t)kind;
+	io->dev = (uint16_t)dev;
 
 	/* The fd's access mode is the caller's promise of direction; every
 	 * backend keeps it, including those that reopen the file. */

@@ -23,6 +23,7 @@
 #include <sys/types.h>
 
 #include "opends.h"
+#include "../accel/accel.h" /* and the plain types, ods_types.h */
 
 #define ODS_HIDDEN __attribute__((visibility("hidden")))
 #define ODS_ALIGN 4096u /* block alignment used for O_DIRECT everywhere */
@@ -92,17 +93,7 @@ static inline opends_error_t ods_ok(void)
 
 /* ---- configuration (src/core/config.c) -------------------------------- */
 
-struct ods_config {
-	char backend[32];   /* "auto" or a backend name */
-	char accel[16];     /* "auto", "cuda", "host" or "hostdev" */
-	unsigned io_threads;  /* 0: backend default */
-	unsigned queue_depth; /* 0: backend default */
-	size_t chunk_size;    /* 0: backend default */
-	uint64_t cpu_mask;    /* 0: no pinning */
-	long idle_spin_us;    /* -1: never sleep ("busy"); -2: unset */
-	size_t max_pinned;    /* staging memory budget in bytes; 0: default (ods_pinned_budget) */
-	bool aligned_only;
-};
+/* struct ods_config: src/core/ods_types.h */
 
 /* Read and validate every OPENDS_* variable. 0 or an OPENDS_* code with the
  * detail set. */
@@ -142,12 +133,13 @@ size_t ods_handle_valid(const struct ods_handle *h, off_t off, size_t size);
 
 /* ---- memory ----------------------------------------------------------- */
 
-enum ods_mem_kind { ODS_MEM_HOST = 0, ODS_MEM_DEVICE = 1 };
+/* enum ods_mem_kind: src/core/ods_types.h */
 
 struct ods_region {  /* a registered buffer */
 	uintptr_t base;
 	size_t size;
 	enum ods_mem_kind kind;
+	unsigned dev;      /* device memory: the accelerator's device */
 	void *accel_priv;  /* e.g. pinned-host registration */
 	void *be_priv;
 };
@@ -164,6 +156,7 @@ struct ods_io {
 	off_t off;
 	uint8_t opcode;          /* OPENDS_READ or OPENDS_WRITE */
 	uint8_t mem;             /* enum ods_mem_kind of buf */
+	uint16_t dev;            /* device memory: the accelerator's device of buf */
 	atomic_bool cancelled;   /* set by batch cancel; checked before start */
 	ssize_t result;          /* bytes or negated error */
 	ods_io_done_fn done;     /* called once, on any thread, when finished */
@@ -232,9 +225,6 @@ void ods_pool_destroy(struct ods_pool *p); /* waits for queued work */
 void ods_pool_push(struct ods_pool *p, struct ods_io *io, bool force);
 /* pin the calling thread as worker i by cfg->cpu_mask (no-op when 0) */
 void ods_pin_worker(const struct ods_config *cfg, unsigned i);
-
-/* ---- accelerators: src/accel/accel.h --------------------------------- */
-#include "../accel/accel.h"
 
 /* ---- backends (src/backends/<name>/) ---------------------------------- */
 

@@ -268,8 +268,9 @@ static void region_release(const struct ods_region *r)
 {
 	if (ods_drv.be->buf_deregister)
 		ods_drv.be->buf_deregister((void *)r->base, r->size, r->kind, r->be_priv);
-	if (ods_drv.accel->buf_deregister)
-		ods_drv.accel->buf_deregister((void *)r->base, r->size, r->kind, r->accel_priv);
+	const struct ods_accel_mem *am = ods_drv.accel->mem;
+	if (am && am->buf_deregister)
+		am->buf_deregister((void *)r->base, r->size, r->kind, r->accel_priv);
 }
 
 /* index of the first region whose end is above p */
@@ -317,10 +318,12 @@ OPENDS_API opends_error_t opends_buf_register(const void *buf, size_t size, int 
 		return ods_err(ods_fail(OPENDS_INVALID_VALUE, "opends_buf_register: buf + size wraps the address space"),
 			       0);
 
-	struct ods_region r = { .base = b, .size = size, .kind = ods_drv.accel->classify(buf) };
-	int rc = ods_drv.accel->check_context ? ods_drv.accel->check_context() : 0;
-	if (rc)
-		return ods_err(rc, 0);
+	struct ods_region r = { .base = b, .size = size };
+	r.kind = ods_drv.accel->classify(buf, &r.dev);
+	if (r.kind == ODS_MEM_DEVICE && r.dev >= ODS_MAX_DEVICES)
+		return ods_err(OPENDS_CONTEXT_MISMATCH, 0); /* detail set by classify */
+	const struct ods_accel_mem *am = ods_drv.accel->mem;
+	int rc;
 
 	pthread_rwlock_wrlock(&regions_lock);
 	size_t i = region_search(b);
@@ -346,8 +349,8 @@ OPENDS_API opends_error_t opends_buf_register(const void *buf, size_t size, int 
 	}
 	/* Pinning under the write lock keeps a racing overlapping register from
 	 * pinning the same pages twice; registration is not a hot path. */
-	if (ods_drv.accel->buf_register) {
-		rc = ods_drv.accel->buf_register((void *)buf, size, r.kind, &r.accel_priv);
+	if (am && am->buf_register) {
+		rc = am->buf_register((void *)buf, size, r.kind, &r.accel_priv);
 		if (rc) {
 			pthread_rwlock_unlock(&regions_lock);
 			return ods_err(rc, 0);
@@ -356,8 +359,8 @@ OPENDS_API opends_error_t opends_buf_register(const void *buf, size_t size, int 
 	if (ods_drv.be->buf_register) {
 		rc = ods_drv.be->buf_register((void *)buf, size, r.kind, &r.be_priv);
 		if (rc) {
-			if (ods_drv.accel->buf_deregister)
-				ods_drv.accel->buf_deregister((void *)buf, size, r.kind, r.accel_priv);
+			if (am && am->buf_deregister)
+				am->buf_deregister((void *)buf, size, r.kind, r.accel_priv);
 			pthread_rwlock_unlock(&regions_lock);
 			return ods_err(rc, 0);
 		}

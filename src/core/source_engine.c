@@ -207,7 +207,7 @@ static void *pool_main(void *arg)
 {
 	(void)arg;
 	const struct ods_accel *a = ods_drv.accel;
-	bool attached = !a->thread_attach || a->thread_attach() == 0;
+	bool attached = a->lanes && a->lanes->thread_attach() == 0;
 	pthread_mutex_lock(&E.lock);
 	for (;;) {
 		while (!E.jh && !E.stop)
@@ -223,8 +223,8 @@ static void *pool_main(void *arg)
 		pthread_mutex_lock(&E.lock);
 	}
 	pthread_mutex_unlock(&E.lock);
-	if (attached && a->thread_detach)
-		a->thread_detach();
+	if (attached)
+		a->lanes->thread_detach();
 	return NULL;
 }
 
@@ -255,7 +255,7 @@ void ods_sources_fini(void)
 	E.nthreads = 0;
 	if (E.slot_mem) {
 		if (E.slot_pinned)
-			ods_drv.accel->pinned_free(E.slot_mem, NSLOTS * SLOT);
+			ods_drv.accel->mem->pinned_free(E.slot_mem, NSLOTS * SLOT);
 		else
 			free(E.slot_mem);
 	}
@@ -284,8 +284,8 @@ static int slot_take(void)
 {
 	if (!E.slot_mem && !E.slot_failed) {
 		const struct ods_accel *a = ods_drv.accel;
-		E.slot_pinned = a->pinned_alloc != NULL;
-		E.slot_mem = E.slot_pinned ? a->pinned_alloc(NSLOTS * SLOT) : NULL;
+		E.slot_pinned = a->mem != NULL;
+		E.slot_mem = E.slot_pinned ? a->mem->pinned_alloc(NSLOTS * SLOT) : NULL;
 		if (!E.slot_mem) {
 			E.slot_pinned = false;
 			E.slot_mem = ods_aligned_alloc(NSLOTS * SLOT);

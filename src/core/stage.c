@@ -55,8 +55,7 @@ struct ods_stage {
 
 static bool async_copies(const struct ods_accel *a)
 {
-	return a->lane_create && a->lane_destroy && a->copy_to_device_async && a->copy_to_host_async &&
-	       a->fence_record && a->fence_query && a->fence_wait;
+	return a->lanes != NULL;
 }
 
 void *ods_stage_ctx(const struct ods_stage_unit *u)
@@ -304,7 +303,7 @@ static void block_alloc(struct ods_stage_worker *w)
 {
 	struct ods_stage *s = w->s;
 	size_t n = (size_t)s->p.depth * s->p.chunk;
-	char *p = s->accel->pinned_alloc(n);
+	char *p = s->accel->mem->pinned_alloc(n);
 	w->block_pinned = p != NULL;
 	if (!p) {
 		/* pinning failed: plain pages still work, the accelerator's
@@ -327,7 +326,7 @@ static void slots_free(struct ods_stage_worker *w)
 		s->mv->slots_removed(w->ctx);
 	if (w->block) {
 		if (w->block_pinned)
-			s->accel->pinned_free(w->block, (size_t)s->p.depth * chunk);
+			s->accel->mem->pinned_free(w->block, (size_t)s->p.depth * chunk);
 		else
 			munmap(w->block, (size_t)s->p.depth * chunk);
 		w->block = NULL;
@@ -355,7 +354,7 @@ char *ods_stage_slot(struct ods_stage_unit *u)
 static int copy_start(struct ods_stage_unit *u, void *dst, const void *src, size_t n, bool to_dev)
 {
 	struct ods_stage_worker *w = u->w;
-	const struct ods_accel *a = w->s->accel;
+	const struct ods_accel_lanes *a = w->s->accel->lanes;
 	if (w->lane) {
 		int rc = to_dev ? a->copy_to_device_async(w->lane, dst, src, n)
 				: a->copy_to_host_async(w->lane, dst, src, n);
@@ -373,7 +372,8 @@ static int copy_start(struct ods_stage_unit *u, void *dst, const void *src, size
 static int copy_poll(struct ods_stage_unit *u, bool wait)
 {
 	struct ods_stage_worker *w = u->w;
-	const struct ods_accel *a = w->s->accel;
+	const struct ods_accel *acc = w->s->accel;
+	const struct ods_accel_lanes *a = acc->lanes;
 	if (w->lane) {
 		if (!wait)
 			return a->fence_query(w->lane, u->idx);
@@ -382,8 +382,8 @@ static int copy_poll(struct ods_stage_unit *u, bool wait)
 	}
 	if (!wait && u->cp_polls++ == 0)
 		return 0; /* see the header: the pipeline must cope with "not yet" */
-	int rc = u->cp_to_dev ? a->copy_to_device(u->cp_dst, u->cp_src, u->cp_n)
-			      : a->copy_to_host(u->cp_dst, u->cp_src, u->cp_n);
+	int rc = u->cp_to_dev ? acc->copy_to_device(u->cp_dst, u->cp_src, u->cp_n)
+			      : acc->copy_to_host(u->cp_dst, u->cp_src, u->cp_n);
 	return rc ? -rc : 1;
 }
 
@@ -645,13 +645,13 @@ static void *worker_main(void *arg)
 	ods_pin_worker(s->cfg, w->idx);
 	/* Without a context the lane cannot be made; copies then run
 	 * synchronously (recorded), which is slower but correct. */
-	if ((!a->thread_attach || a->thread_attach() == 0) && async_copies(a))
-		w->lane = a->lane_create(s->p.depth);
+	if (async_copies(a) && a->lanes->thread_attach() == 0)
+		w->lane = a->lanes->lane_create(s->p.depth);
 	/* With a real accelerator, pin the slots now: registering memory
 	 * later, while a caller's stream waits on an operation of ours, could
 	 * meet an implicit device synchronisation; and the first transfer
 	 * should not pay for it. Without one, slots come on first use. */
-	if (a->pinned_alloc)
+	if (a->mem)
 		block_alloc(w);
 	pthread_mutex_lock(&s->lock);
 	s->ready++;
@@ -714,10 +714,10 @@ static void *worker_main(void *arg)
 	}
 	slots_free(w);
 	if (w->lane)
-		a->lane_destroy(w->lane);
+		a->lanes->lane_destroy(w->lane);
 	w->lane = NULL;
-	if (a->thread_detach)
-		a->thread_detach();
+	if (a->lanes)
+		a->lanes->thread_detach();
 	return NULL;
 }
 

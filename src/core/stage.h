@@ -12,10 +12,12 @@
  *   units      each worker runs `depth` units; unit i owns slot i (a
  *              `chunk`-byte piece of pinned host memory) and fence i on the
  *              worker's copy lane
- *   copy lanes one accelerator lane (an in-order copy queue: a CUDA stream)
- *              per worker, made by ods_drv.accel->lane_create on the worker
- *              thread after accel->thread_attach; fences are per unit. With
- *              an accelerator without async copies (host, hostdev) the copy
+ *   copy lanes one accelerator lane per worker (in-order copy queues: for
+ *              CUDA one stream per device the worker copies to, chosen by
+ *              the layer from each copy's device pointer), made by
+ *              accel->lanes->lane_create on the worker thread after
+ *              lanes->thread_attach; fences are per unit. With an
+ *              accelerator without lanes (host, hostdev) the copy
  *              is recorded and run when the worker first asks twice whether
  *              it is done, so the waiting states run in CI without a GPU.
  *   workers    the loop: take chunks, let the mover run them, reap its

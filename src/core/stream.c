@@ -16,7 +16,7 @@ static const struct ods_stream_engine *E; /* chosen by ods_streams_init */
 
 int ods_streams_init(void)
 {
-	E = ods_drv.accel->stream_call ? &ods_stream_accel : &ods_stream_host;
+	E = ods_drv.accel->streams ? &ods_stream_accel : &ods_stream_host;
 	return E->init();
 }
 

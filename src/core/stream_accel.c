@@ -139,6 +139,7 @@ struct aop {
 	bool begun;           /* arguments read, first pieces started */
 	atomic_int queued;    /* no plan: 0 queueing, 1 queued whole, 2 cut */
 	struct aop *wnext;    /* the dispatcher's watch list; the quarantine */
+	unsigned sdev;        /* the device whose context its commands run in */
 	char *dev;            /* planned device range */
 	size_t size0;
 	off_t boff0;
@@ -177,7 +178,7 @@ static void op_free(struct aop *op)
 	if (op->stage)
 		ods_staging_put(op->stage, op->cls);
 	if (op->progress)
-		ods_drv.accel->counter_put(op->progress);
+		ods_drv.accel->streams->counter_put(op->progress);
 	if (op->a.opcode == OPENDS_WRITE)
 		atomic_fetch_sub(&awrites, 1);
 	pthread_mutex_destroy(&op->lock);
@@ -201,7 +202,7 @@ static void piece_finish(struct aop *op, struct piece *pc)
 {
 	unsigned n = op->n; /* op may be gone once the count is bumped */
 	if (pc->idx != n - 1)
-		ods_drv.accel->gate_open(pc->gate);
+		ods_drv.accel->streams->gate_open(pc->gate);
 	if (atomic_fetch_add(&op->finished, 1) + 1 != n) {
 		ods_dispatch_kick(); /* a copy can run: its counter moves soon */
 		return;
@@ -217,7 +218,7 @@ static void piece_finish(struct aop *op, struct piece *pc)
 	 * the stream's end of it; with staging, the dispatcher may free op
 	 * as soon as the gate is open and the last copy is done */
 	bool staged = op->stage != NULL;
-	ods_drv.accel->gate_open(op->p[op->n - 1].gate);
+	ods_drv.accel->streams->gate_open(op->p[op->n - 1].gate);
 	if (!staged)
 		op_put(op);
 	else
@@ -377,7 +378,7 @@ static void op_watch(struct ods_task *t)
  * the operations it is done with. */
 static int poll_watch(void)
 {
-	const struct ods_accel *acc = ods_drv.accel;
+	const struct ods_accel_streams *acc = ods_drv.accel->streams;
 	if (!watch)
 		return -1;
 	int moved = 0;
@@ -416,7 +417,7 @@ static int poll_watch(void)
  * a write, the copy of the piece into its slot. */
 static int prep_piece(struct aop *op, void *stream, unsigned i, bool *queued)
 {
-	const struct ods_accel *acc = ods_drv.accel;
+	const struct ods_accel_streams *acc = ods_drv.accel->streams;
 	struct piece *pc = &op->p[i];
 	pc->gate = acc->gate_get();
 	if (!pc->gate)
@@ -426,11 +427,11 @@ static int prep_piece(struct aop *op, void *stream, unsigned i, bool *queued)
 	char *dev = dev_of(op, i);
 	if (op->stage && op->a.opcode == OPENDS_READ && pc->pre_from < pc->len) {
 		copy = true;
-		rc = acc->stream_copy(stream, slot_of(op, i) + pc->pre_from, dev + pc->pre_from,
+		rc = acc->stream_copy(op->sdev, stream, slot_of(op, i) + pc->pre_from, dev + pc->pre_from,
 				      pc->len - pc->pre_from, false);
 	} else if (op->stage && op->a.opcode == OPENDS_WRITE) {
 		copy = true;
-		rc = acc->stream_copy(stream, slot_of(op, i), dev, pc->len, false);
+		rc = acc->stream_copy(op->sdev, stream, slot_of(op, i), dev, pc->len, false);
 	}
 	if (rc) {
 		acc->gate_put(pc->gate);
@@ -451,7 +452,7 @@ static int prep_piece(struct aop *op, void *stream, unsigned i, bool *queued)
  * says i + 1. Without a plan: one host function, one gate. */
 static int queue_op(struct aop *op, void *stream, bool *queued)
 {
-	const struct ods_accel *acc = ods_drv.accel;
+	const struct ods_accel_streams *acc = ods_drv.accel->streams;
 	bool read = op->a.opcode == OPENDS_READ;
 	int rc = 0;
 	unsigned i;
@@ -459,8 +460,8 @@ static int queue_op(struct aop *op, void *stream, bool *queued)
 	for (i = 0; i < op->k && !rc; i++)
 		rc = prep_piece(op, stream, i, queued);
 	if (!rc)
-		rc = !op->stage ? acc->stream_call(stream, ods_dispatch_post, &op->task)
-		     : op->base ? acc->stream_mark(stream, op->progress, 1) : 0;
+		rc = !op->stage ? acc->stream_call(op->sdev, stream, ods_dispatch_post, &op->task)
+		     : op->base ? acc->stream_mark(op->sdev, stream, op->progress, 1) : 0;
 	if (rc) {
 		for (unsigned j = 0; j < i; j++)
 			if (op->p[j].gate)
@@ -469,7 +470,7 @@ static int queue_op(struct aop *op, void *stream, bool *queued)
 	}
 	*queued = *queued || op->base || !op->stage;
 	for (i = 0; i < op->n; i++) {
-		if ((rc = acc->stream_wait(stream, op->p[i].gate))) {
+		if ((rc = acc->stream_wait(op->sdev, stream, op->p[i].gate))) {
 			op->p[i].gate = NULL; /* lost: the layer keeps it */
 			return rc;
 		}
@@ -477,11 +478,12 @@ static int queue_op(struct aop *op, void *stream, bool *queued)
 		op->nq = i + 1;
 		if (!op->stage)
 			continue;
-		if (read && (rc = acc->stream_copy(stream, dev_of(op, i), slot_of(op, i), op->p[i].len, true)))
+		if (read &&
+		    (rc = acc->stream_copy(op->sdev, stream, dev_of(op, i), slot_of(op, i), op->p[i].len, true)))
 			return rc;
 		if (i + op->k < op->n && (rc = prep_piece(op, stream, i + op->k, queued)))
 			return rc;
-		if ((rc = acc->stream_mark(stream, op->progress, op->base + i + 1)))
+		if ((rc = acc->stream_mark(op->sdev, stream, op->progress, op->base + i + 1)))
 			return rc;
 	}
 	return 0;
@@ -498,7 +500,7 @@ static int queue_op(struct aop *op, void *stream, bool *queued)
  * past EOF (its queued device-to-slot copies may be filling the slots). */
 static void op_cut(struct aop *op, int rc)
 {
-	const struct ods_accel *acc = ods_drv.accel;
+	const struct ods_accel_streams *acc = ods_drv.accel->streams;
 	for (unsigned i = op->nq; i < op->n; i++)
 		if (op->p[i].gate)
 			acc->gate_put(op->p[i].gate), op->p[i].gate = NULL;
@@ -519,13 +521,18 @@ static void op_cut(struct aop *op, int rc)
 
 static opends_error_t accel_enqueue(const char *fn, const struct ods_sargs *a, opends_stream_t stream)
 {
-	if (ods_drv.accel->check_context) {
-		int rc = ods_drv.accel->check_context();
-		if (rc)
-			return ods_err(ods_fail(rc, "%s: the calling thread's accelerator context is not the one "
-						    "captured at opends_driver_open", fn),
-				       0);
-	}
+	/* the device whose context runs the operation's commands: the
+	 * stream's, which must be the buffer's (a stream of one device with a
+	 * buffer of another is OPENDS_CONTEXT_MISMATCH; the NULL stream is
+	 * taken on the buffer's device). The thread's current context does
+	 * not matter (API.md, "Accelerator context — revised"). */
+	unsigned dev = 0, bdev = 0;
+	enum ods_mem_kind kind = ods_drv.accel->classify(a->buf, &bdev);
+	if (kind == ODS_MEM_DEVICE && bdev >= ODS_MAX_DEVICES)
+		return ods_err(OPENDS_CONTEXT_MISMATCH, 0); /* the detail set by classify */
+	int src = ods_drv.accel->streams->stream_device(stream, kind, bdev, &dev);
+	if (src)
+		return ods_err(src, 0);
 	int rc = ods_dispatch_start(poll_watch);
 	if (rc)
 		return ods_err(rc, 0);
@@ -548,6 +555,7 @@ static opends_error_t accel_enqueue(const char *fn, const struct ods_sargs *a, o
 		return ods_err(ods_fail(OPENDS_NOMEM_ERROR, "%s: out of memory", fn), ENOMEM);
 	}
 	op->a = *a;
+	op->sdev = dev;
 	op->n = (unsigned)n;
 	unsigned slots = piece == BIG_PIECE ? BIG_SLOTS : SLOTS;
 	op->k = op->n < slots ? op->n : slots;
@@ -567,7 +575,7 @@ static opends_error_t accel_enqueue(const char *fn, const struct ods_sargs *a, o
 		op->valid0 = write ? size : ods_handle_valid(io.fh, *a->file_offset, size);
 		op->slot = ((size < piece ? size : piece) + ODS_ALIGN - 1) & ~(size_t)(ODS_ALIGN - 1);
 		op->stage = ods_staging_get(op->slot * op->k, &op->cls);
-		op->progress = op->stage ? ods_drv.accel->counter_get() : NULL;
+		op->progress = op->stage ? ods_drv.accel->streams->counter_get() : NULL;
 		if (!op->progress) {
 			op_free(op);
 			return ods_err(ods_fail(OPENDS_NOMEM_ERROR, "%s: out of pinned memory for staging", fn),
@@ -618,7 +626,7 @@ static void accel_fini(void)
 		pthread_cond_wait(&astreams_idle, &astreams_lock);
 	for (size_t i = 0; i < nastreams; i++)
 		if (astreams[i].created)
-			ods_drv.accel->stream_destroy(astreams[i].s);
+			ods_drv.accel->streams->stream_destroy(astreams[i].s);
 	free(astreams);
 	astreams = NULL;
 	nastreams = astreams_cap = 0;
@@ -635,7 +643,7 @@ static int accel_init(void)
 static opends_error_t accel_create(opends_stream_t *stream)
 {
 	void *as = NULL;
-	int rc = ods_drv.accel->stream_create(&as);
+	int rc = ods_drv.accel->streams->stream_create(&as);
 	if (rc)
 		return ods_err(rc, 0);
 	pthread_mutex_lock(&astreams_lock);
@@ -644,7 +652,7 @@ static opends_error_t accel_create(opends_stream_t *stream)
 		a->created = true;
 	pthread_mutex_unlock(&astreams_lock);
 	if (!a) {
-		ods_drv.accel->stream_destroy(as);
+		ods_drv.accel->streams->stream_destroy(as);
 		return ods_err(ods_fail(OPENDS_NOMEM_ERROR, "opends_stream_create: out of memory"), ENOMEM);
 	}
 	*stream = as;
@@ -665,7 +673,7 @@ static opends_error_t accel_destroy(opends_stream_t stream)
 		return ods_err(ods_fail(OPENDS_INVALID_VALUE,
 					"opends_stream_destroy: stream %p was not made by opends_stream_create", stream),
 			       0);
-	int rc = ods_drv.accel->stream_destroy(stream);
+	int rc = ods_drv.accel->streams->stream_destroy(stream);
 	return rc ? ods_err(rc, 0) : ods_ok();
 }
 
@@ -703,7 +711,7 @@ static bool accel_dereg(opends_stream_t stream)
  * the stream waits for them too */
 static opends_error_t accel_sync(opends_stream_t stream)
 {
-	int rc = ods_drv.accel->stream_sync(stream);
+	int rc = ods_drv.accel->streams->stream_sync(stream);
 	return rc ? ods_err(rc, 0) : ods_ok();
 }
 

@@ -57,8 +57,6 @@ void ods_dispatch_kick(void)
 static void *dispatcher(void *arg)
 {
 	(void)arg;
-	const struct ods_accel *acc = ods_drv.accel;
-	bool attached = acc->thread_attach && acc->thread_attach() == 0;
 	long delay_ns = 0;
 	bool watching = false; /* the last poll had operations to watch */
 	pthread_mutex_lock(&D.lock);
@@ -105,8 +103,6 @@ static void *dispatcher(void *arg)
 		}
 	}
 	pthread_mutex_unlock(&D.lock);
-	if (attached && acc->thread_detach)
-		acc->thread_detach();
 	return NULL;
 }
 
@@ -163,7 +159,7 @@ void *ods_staging_get(size_t n, unsigned *cls)
 		P.free[c] = *(void **)p;
 	pthread_mutex_unlock(&P.lock);
 	if (!p)
-		p = ods_drv.accel->pinned_alloc ? ods_drv.accel->pinned_alloc(class_size(c))
+		p = ods_drv.accel->mem ? ods_drv.accel->mem->pinned_alloc(class_size(c))
 						: ods_aligned_alloc(class_size(c));
 	*cls = c;
 	return p;
@@ -182,8 +178,8 @@ void ods_staging_fini(void)
 	for (unsigned c = 0; c < NCLASS; c++)
 		for (void *p = P.free[c], *n; p; p = n) {
 			n = *(void **)p;
-			if (ods_drv.accel->pinned_free)
-				ods_drv.accel->pinned_free(p, class_size(c));
+			if (ods_drv.accel->mem)
+				ods_drv.accel->mem->pinned_free(p, class_size(c));
 			else
 				free(p);
 		}

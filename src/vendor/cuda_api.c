@@ -64,6 +64,12 @@ out:
 	return st;
 }
 
+void ods_cu_after_fork(void)
+{
+	pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+	load_lock = fresh;
+}
+
 const char *ods_cu_missing(const char *const *names)
 {
 	static const struct {

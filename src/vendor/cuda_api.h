@@ -27,6 +27,7 @@
 	X(cuInit) X(cuGetErrorString) X(cuDriverGetVersion) X(cuDeviceGet) X(cuDeviceGetCount)          \
 	X(cuDeviceGetName) X(cuDeviceGetAttribute) X(cuDeviceGetPCIBusId) X(cuDeviceCanAccessPeer)      \
 	X(cuDeviceGetP2PAttribute) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease)             \
+	X(cuDevicePrimaryCtxGetState)                                                                      \
 	X(cuCtxGetCurrent) X(cuCtxSetCurrent) X(cuCtxPushCurrent) X(cuCtxPopCurrent) X(cuCtxGetDevice)  \
 	X(cuCtxSynchronize) X(cuCtxEnablePeerAccess) X(cuCtxDestroy) X(cuPointerGetAttribute)           \
 	X(cuPointerGetAttributes) X(cuMemAlloc) X(cuMemFree) X(cuMemsetD8) X(cuMemcpyHtoD)              \
@@ -63,6 +64,12 @@ enum ods_cu_status {
  * driver expects) and run cuInit(0). ODS_CU_OK, or a status with why[]
  * filled (why may be NULL). A failed load is tried again on the next call. */
 enum ods_cu_status ods_cu_load(char *why, size_t why_len);
+
+/* In the child after fork(): the loader's lock may have been held by a
+ * thread that does not exist there; make it usable again (the loaded
+ * table stays: the driver itself refuses a child of an initialised
+ * parent, and says so on the first call). */
+void ods_cu_after_fork(void);
 
 /* The optional entry point named (as in cuda.h, e.g. "cuCtxCreate") when
  * it is absent, else NULL; names is NULL-terminated. */

@@ -12,8 +12,10 @@
  * on the same stream, without a host sync, by a device-to-host copy that
  * must see the new bytes; deferred evaluation (a host function enqueued
  * before the read sets *size); 64 streams with reads in flight at once
- * (more than the hardware queues); and the context rule (a second context
- * current -> OPENDS_CONTEXT_MISMATCH).
+ * (more than the hardware queues); and the context rule: another context
+ * current is no error (the buffer's context serves it), a stream of another
+ * context with the buffer is OPENDS_CONTEXT_MISMATCH. Several GPUs:
+ * test_gpu_multi.c.
  */
 #include <pthread.h>
 
@@ -301,11 +303,11 @@ static void many_streams(const char *path)
 	close(fd);
 }
 
-/* ---- the context rule ------------------------------------------------------ */
+/* ---- the context rule (API.md, "Accelerator context — revised") ---------- */
 
-static void context_mismatch(opends_handle_t fh)
+static void contexts(opends_handle_t fh)
 {
-	t_phase = "context mismatch";
+	t_phase = "another context current: the buffer's context serves it";
 	CUdevice d;
 	CU(ods_cu.cuDeviceGet(&d, 0));
 	CUcontext other;
@@ -314,14 +316,38 @@ static void context_mismatch(opends_handle_t fh)
 #else
 	CU(ods_cu.cuCtxCreate(&other, 0, d));
 #endif
-	/* cuCtxCreate made it current on this thread */
-	EXPECT_SSZ(opends_sync_read(fh, (void *)(uintptr_t)dev, 4096, 0, 0), -OPENDS_CONTEXT_MISMATCH);
+	/* cuCtxCreate made it current on this thread; dev belongs to the
+	 * primary context */
+	CU(ods_cu.cuMemsetD8(dev, 0, 8192));
+	CU(ods_cu.cuCtxSynchronize());
+	EXPECT_SSZ(opends_sync_read(fh, (void *)(uintptr_t)dev, 4096, 5, 0), 4096);
+	CU(ods_cu.cuMemcpyDtoH(host, dev, 4096));
+	VERIFY(host, oracle + 5, 4096, "read with another context current");
+	CUcontext cur = NULL;
+	CU(ods_cu.cuCtxGetCurrent(&cur));
+	CHECKF(cur == other, "the library changed the caller's current context");
+
+	t_phase = "a stream of another context with the buffer of the primary one";
+	CUstream s_other;
+	CU(ods_cu.cuStreamCreate(&s_other, CU_STREAM_NON_BLOCKING));
 	struct sargs a = { 4096, 0, 0, -1 };
-	EXPECT_ERR(opends_stream_read(fh, (void *)(uintptr_t)dev, &a.size, &a.foff, &a.boff, &a.res, NULL),
+	EXPECT_ERR(opends_stream_read(fh, (void *)(uintptr_t)dev, &a.size, &a.foff, &a.boff, &a.res, s_other),
 		   OPENDS_CONTEXT_MISMATCH);
+	CHECKF(strstr(t_detail(), "cuda:0"), "the detail \"%s\" does not name the devices", t_detail());
+	CU(ods_cu.cuStreamDestroy(s_other));
+
+	t_phase = "the NULL stream is the buffer's device's default stream";
+	a = (struct sargs){ 4096, 77, 0, -1 };
+	OK(opends_stream_read(fh, (void *)(uintptr_t)dev, &a.size, &a.foff, &a.boff, &a.res, NULL));
+	CU(ods_cu.cuCtxSetCurrent(primary));
+	OK(opends_stream_synchronize(NULL));
+	CHECKF(a.res == 4096, "NULL stream read: bytes_read %zd", a.res);
+	CU(ods_cu.cuMemcpyDtoH(host, dev, 4096));
+	VERIFY(host, oracle + 77, 4096, "NULL stream read with another context current");
 	CU(ods_cu.cuCtxDestroy(other));
+
+	t_phase = "no context current";
 	CU(ods_cu.cuCtxSetCurrent(NULL));
-	/* no context current is fine: the library uses its own */
 	EXPECT_SSZ(opends_sync_read(fh, (void *)(uintptr_t)dev, 4096, 0, 0), 4096);
 	CU(ods_cu.cuCtxSetCurrent(primary));
 }
@@ -352,7 +378,7 @@ int main(void)
 		sweep(fh, direct);
 		if (direct) {
 			async_batch(fh);
-			context_mismatch(fh);
+			contexts(fh);
 		}
 		/* host memory (and pinned host memory) through the cuda layer */
 		t_phase = "host targets under the cuda layer";

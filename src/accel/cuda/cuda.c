@@ -4,88 +4,183 @@
  * (falling back to the host layer under OPENDS_ACCEL=auto) where no driver
  * is installed.
  *
- * Contexts: the context current on the thread that opens the driver is
- * captured; with none, the primary context of device 0 is retained and
- * used. Library threads (I/O workers, the stream dispatcher) make it
- * current; a caller's thread must have it or no context current.
+ * Devices and contexts (API.md, "Accelerator context — revised"): every
+ * operation finds the device and context of its buffer from the pointer
+ * (cuPointerGetAttributes: context, device ordinal), whatever context is
+ * current on the calling thread and whichever device was current at open.
+ * Each device's primary context is place N; a buffer allocated in another
+ * context (cuCtxCreate) gets a place of its own. A call on a caller's
+ * thread pushes the buffer's context and pops it after, so the caller's
+ * context stack is left as it was; library threads (the I/O workers) switch
+ * their current context as they go. Pinned staging is portable (usable by
+ * every device), and each worker's lane keeps one copy stream per device.
  *
- * Streams: the core builds each stream operation from commands queued on
- * the caller's stream (src/core/stream.c): host functions
- * (cuLaunchHostFunc), copies, and gates. A gate is a pair of 32-bit flags
- * in mapped pinned memory: the stream waits until the host writes 1 to the
- * first (cuStreamWaitValue32), then writes 1 to the second, which tells
- * the host it is past the wait and the gate can be reused.
+ * Streams: src/accel/cuda/cuda_streams.c.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
-#include <unistd.h>
 
-#include "ods.h"
-#include "cuda_api.h"
+#include "cuda_int.h"
 
-/* gates: a flag pair in mapped pinned memory */
-struct gate {
-	volatile uint32_t *go;      /* host writes 1: the stream may go on */
-	volatile uint32_t *passed;  /* stream writes 1: it is past the wait */
-	CUdeviceptr go_dev, passed_dev;
-	struct gate *next;          /* free list */
-	bool in_use;
-	bool waited;                /* a stream wait on it is queued: it comes back
-				       when the stream is past it (passed), not
-				       by gate_put; counters and gates never
-				       waited on come back by gate_put only */
-};
+struct cuda_state ods_cuda;
+#define C ods_cuda
 
-#define GATE_BLOCK 256
-#define SYNC_STREAMS 8
-struct gblock {
-	struct gblock *next;
-	uint32_t *flags; /* 2 per gate, cuMemHostAlloc'ed */
-	struct gate g[GATE_BLOCK];
-};
-
-static struct {
-	CUcontext ctx;
-	CUdevice dev;
-	bool own_primary;
-
-	pthread_mutex_t lock;  /* gates; held across CUDA calls */
-	struct gblock *blocks;
-	struct gate *free_gates;
-
-	pthread_mutex_t sync_lock[SYNC_STREAMS]; /* synchronous copies (sync_copy) */
-	CUstream sync_stream[SYNC_STREAMS];
-} C;
-
-static int cu_fail(CUresult r, const char *what)
+int ods_cu_fail(CUresult r, const char *what)
 {
-	const char *s = NULL;
-	if (ods_cu.cuGetErrorString)
-		ods_cu.cuGetErrorString(r, &s);
-	return ods_fail(OPENDS_DEVICE_DRIVER_ERROR, "cuda: %s failed: %s (CUresult %d)", what, s ? s : "?", (int)r);
+	if (r == CUDA_ERROR_CONTEXT_IS_DESTROYED || r == CUDA_ERROR_INVALID_CONTEXT)
+		return ods_fail(OPENDS_CONTEXT_MISMATCH, "cuda: %s failed: the context of the buffer or stream is gone (%s)",
+				what, ods_cu_errstr(r));
+	return ods_fail(OPENDS_DEVICE_DRIVER_ERROR, "cuda: %s failed: %s (CUresult %d)", what, ods_cu_errstr(r), (int)r);
 }
 
-/* Make the library's context current on a thread that has none, for the
- * length of one call; returns whether it pushed. */
-static bool enter(void)
+int ods_cu_push(struct place *p)
 {
-	CUcontext cur = NULL;
-	if (ods_cu.cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur)
-		return false;
-	return ods_cu.cuCtxPushCurrent(C.ctx) == CUDA_SUCCESS;
+	CUresult r = ods_cu.cuCtxPushCurrent(p->ctx);
+	return r == CUDA_SUCCESS ? 0 : ods_cu_fail(r, "cuCtxPushCurrent");
 }
 
-static void leave(bool pushed)
+void ods_cu_pop(void)
 {
 	CUcontext dummy;
-	if (pushed)
-		ods_cu.cuCtxPopCurrent(&dummy);
+	ods_cu.cuCtxPopCurrent(&dummy);
+}
+
+/* ---- places ------------------------------------------------------------------ */
+
+static struct place *place_new(int ordinal)
+{
+	struct place *p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->ordinal = ordinal;
+	pthread_mutex_init(&p->lock, NULL);
+	for (int i = 0; i < SYNC_STREAMS; i++)
+		pthread_mutex_init(&p->sync_lock[i], NULL);
+	return p;
+}
+
+/* caller holds C.lock: retain device d's primary context for place d */
+static int primary_ready(unsigned d)
+{
+	struct place *p = C.pl[d];
+	if (p->ctx)
+		return 0;
+	CUcontext ctx = NULL;
+	CUresult r = ods_cu.cuDevicePrimaryCtxRetain(&ctx, p->cudev);
+	if (r != CUDA_SUCCESS)
+		return ods_cu_fail(r, "cuDevicePrimaryCtxRetain");
+	p->retained = true;
+	__atomic_store_n(&p->ctx, ctx, __ATOMIC_RELEASE); /* read without the lock */
+	return 0;
+}
+
+struct place *ods_cu_place(unsigned dev)
+{
+	if (dev >= __atomic_load_n(&C.nplaces, __ATOMIC_ACQUIRE))
+		return NULL;
+	struct place *p = __atomic_load_n(&C.pl[dev], __ATOMIC_ACQUIRE);
+	if (p && __atomic_load_n(&p->ctx, __ATOMIC_ACQUIRE))
+		return p;
+	pthread_mutex_lock(&C.lock);
+	int rc = p ? primary_ready(dev) : -1;
+	pthread_mutex_unlock(&C.lock);
+	return rc ? NULL : p;
+}
+
+int ods_cu_place_of_ctx(CUcontext ctx, int ordinal)
+{
+	/* fast path: a context seen before */
+	unsigned n = __atomic_load_n(&C.nplaces, __ATOMIC_ACQUIRE);
+	for (unsigned i = 0; ctx && i < n; i++)
+		if (__atomic_load_n(&C.pl[i]->ctx, __ATOMIC_ACQUIRE) == ctx)
+			return (int)i;
+	if (ordinal < 0 || ordinal >= C.ndev) {
+		CUdevice d;
+		if (!ctx || ods_cu.cuCtxPushCurrent(ctx) != CUDA_SUCCESS)
+			return ods_fail(OPENDS_CONTEXT_MISMATCH, "cuda: a context the library cannot use (destroyed?)"), -1;
+		CUresult r = ods_cu.cuCtxGetDevice(&d);
+		ods_cu_pop();
+		if (r != CUDA_SUCCESS)
+			return ods_cu_fail(r, "cuCtxGetDevice"), -1;
+		ordinal = -1;
+		for (int i = 0; i < C.ndev; i++)
+			if (C.pl[i]->cudev == d)
+				ordinal = i;
+		if (ordinal < 0)
+			return ods_fail(OPENDS_DEVICE_NOT_FOUND, "cuda: a context of an unknown device"), -1;
+	}
+	int idx = -1;
+	pthread_mutex_lock(&C.lock);
+	struct place *prim = C.pl[ordinal];
+	if (!ctx) {
+		/* memory without a context (cuMemCreate/cuMemMap): its device's
+		 * primary context serves it */
+		idx = primary_ready((unsigned)ordinal) ? -1 : ordinal;
+		goto out;
+	}
+	for (unsigned i = 0; i < C.nplaces; i++)
+		if (C.pl[i]->ctx == ctx) { /* made meanwhile */
+			idx = (int)i;
+			goto out;
+		}
+	if (!prim->ctx) {
+		/* is ctx the device's primary context? Only an active one can be,
+		 * and retaining an active one creates nothing */
+		unsigned flags = 0;
+		int active = 0;
+		if (ods_cu.cuDevicePrimaryCtxGetState(prim->cudev, &flags, &active) == CUDA_SUCCESS && active &&
+		    primary_ready((unsigned)ordinal) == 0 && prim->ctx == ctx) {
+			idx = ordinal;
+			goto out;
+		}
+	}
+	if (C.nplaces == ODS_MAX_DEVICES) {
+		ods_fail(OPENDS_NOMEM_ERROR, "cuda: more than %u contexts in use", ODS_MAX_DEVICES);
+		goto out;
+	}
+	struct place *p = place_new(ordinal);
+	if (!p) {
+		ods_fail(OPENDS_NOMEM_ERROR, "cuda: out of memory");
+		goto out;
+	}
+	p->cudev = prim->cudev;
+	p->ctx = ctx;
+	C.pl[C.nplaces] = p;
+	idx = (int)C.nplaces;
+	__atomic_store_n(&C.nplaces, C.nplaces + 1, __ATOMIC_RELEASE);
+out:
+	pthread_mutex_unlock(&C.lock);
+	return idx;
 }
 
 /* ---- open / close -------------------------------------------------------- */
+
+static void places_free(void)
+{
+	if (C.base)
+		ods_cu.cuDevicePrimaryCtxRelease(C.pl[0]->cudev);
+	for (unsigned i = 0; i < C.nplaces; i++) {
+		struct place *p = C.pl[i];
+		if (p->ctx && ods_cu.cuCtxPushCurrent(p->ctx) == CUDA_SUCCESS) {
+			for (int k = 0; k < SYNC_STREAMS; k++)
+				if (p->sync_stream[k])
+					ods_cu.cuStreamDestroy(p->sync_stream[k]);
+			if (p->peer_stream)
+				ods_cu.cuStreamDestroy(p->peer_stream);
+			ods_cu_pop();
+		}
+		if (p->retained)
+			ods_cu.cuDevicePrimaryCtxRelease(p->cudev);
+		for (int k = 0; k < SYNC_STREAMS; k++)
+			pthread_mutex_destroy(&p->sync_lock[k]);
+		pthread_mutex_destroy(&p->lock);
+		free(p);
+	}
+	pthread_mutex_destroy(&C.lock);
+	memset(&C, 0, sizeof(C));
+}
 
 static int cuda_open(const struct ods_config *cfg, char *why, size_t why_len)
 {
@@ -99,132 +194,223 @@ static int cuda_open(const struct ods_config *cfg, char *why, size_t why_len)
 	default:
 		return OPENDS_PLATFORM_NOT_SUPPORTED;
 	}
-	CUresult r;
-	CUcontext cur = NULL;
-	if ((r = ods_cu.cuCtxGetCurrent(&cur)) == CUDA_SUCCESS && cur) {
-		C.ctx = cur;
-	} else {
-		if ((r = ods_cu.cuDeviceGet(&C.dev, 0)) != CUDA_SUCCESS ||
-		    (r = ods_cu.cuDevicePrimaryCtxRetain(&C.ctx, C.dev)) != CUDA_SUCCESS) {
-			const char *s = NULL;
-			ods_cu.cuGetErrorString(r, &s);
-			snprintf(why, why_len, "no context current and device 0's primary context unusable: %s",
-				 s ? s : "unknown error");
+	CUresult r = ods_cu.cuDeviceGetCount(&C.ndev);
+	if (r != CUDA_SUCCESS || C.ndev <= 0) {
+		snprintf(why, why_len, "no CUDA device (%s)", r == CUDA_SUCCESS ? "count 0" : ods_cu_errstr(r));
+		return OPENDS_DEVICE_NOT_FOUND;
+	}
+	if (C.ndev > (int)ODS_MAX_DEVICES)
+		C.ndev = (int)ODS_MAX_DEVICES;
+	pthread_mutex_init(&C.lock, NULL);
+	for (int i = 0; i < C.ndev; i++) {
+		struct place *p = place_new(i);
+		if (!p || ods_cu.cuDeviceGet(&p->cudev, i) != CUDA_SUCCESS) {
+			free(p);
+			snprintf(why, why_len, "cuda: cannot set up device %d", i);
+			places_free();
 			return OPENDS_DEVICE_NOT_FOUND;
 		}
-		C.own_primary = true;
+		C.pl[i] = p;
+		C.nplaces = (unsigned)i + 1;
 	}
-	pthread_mutex_init(&C.lock, NULL);
-	for (int i = 0; i < SYNC_STREAMS; i++)
-		pthread_mutex_init(&C.sync_lock[i], NULL);
+	/* Device 0's primary context: where pinned memory, gates and pointer
+	 * queries are made (all usable by every device); it is not the
+	 * context of any operation unless its buffer is there. */
+	if ((r = ods_cu.cuDevicePrimaryCtxRetain(&C.base, C.pl[0]->cudev)) != CUDA_SUCCESS) {
+		snprintf(why, why_len, "device 0's primary context unusable: %s", ods_cu_errstr(r));
+		C.base = NULL;
+		places_free();
+		return OPENDS_DEVICE_NOT_FOUND;
+	}
 	return 0;
 }
 
 static void cuda_close(void)
 {
-	/* Every operation has ended (the core drained streams); a stream may
-	 * still be about to read a flag. Free a block only once each of its
-	 * gates is past its wait; one whose stream never gets there (a
-	 * caller's stream held forever) is leaked, not freed under the GPU. */
-	bool pushed = enter();
-	for (struct gblock *b = C.blocks, *n; b; b = n) {
-		n = b->next;
-		bool busy = true;
-		for (int tries = 0; busy && tries < 10000; tries++) {
-			busy = false;
-			for (int i = 0; i < GATE_BLOCK; i++)
-				if (b->g[i].in_use && b->g[i].waited &&
-				    !__atomic_load_n(b->g[i].passed, __ATOMIC_ACQUIRE))
-					busy = true;
-			if (busy)
-				usleep(1000);
-		}
-		if (!busy) {
-			ods_cu.cuMemFreeHost(b->flags);
-			free(b);
-		}
-	}
-	for (int i = 0; i < SYNC_STREAMS; i++) {
-		if (C.sync_stream[i])
-			ods_cu.cuStreamDestroy(C.sync_stream[i]);
-		pthread_mutex_destroy(&C.sync_lock[i]);
-	}
-	leave(pushed);
-	if (C.own_primary)
-		ods_cu.cuDevicePrimaryCtxRelease(C.dev);
-	pthread_mutex_destroy(&C.lock);
+	ods_cuda_streams_close();
+	places_free();
+}
+
+/* In a forked child: forget the parent's devices, streams and gates
+ * (leaked, never touched); a later open starts from nothing and fails
+ * cleanly, since CUDA refuses a child of an initialised parent. */
+static void cuda_forget(void)
+{
 	memset(&C, 0, sizeof(C));
+	ods_cuda_streams_forget();
+	ods_cu_after_fork();
+}
+
+/* ---- devices -------------------------------------------------------------- */
+
+static unsigned cuda_device_count(void)
+{
+	return (unsigned)C.ndev;
+}
+
+/* A file under the device's PCI folder in sysfs, first line; "" if none. */
+static void pci_read(int ordinal, const char *file, char *out, size_t n)
+{
+	char bus[32] = "", path[128];
+	out[0] = 0;
+	if (ods_cu.cuDeviceGetPCIBusId(bus, sizeof(bus), C.pl[ordinal]->cudev) != CUDA_SUCCESS)
+		return;
+	for (char *c = bus; *c; c++)
+		*c = (char)(*c >= 'A' && *c <= 'F' ? *c - 'A' + 'a' : *c);
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/%s", bus, file);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return;
+	if (!fgets(out, (int)n, f))
+		out[0] = 0;
+	fclose(f);
+	out[strcspn(out, "\n")] = 0;
+}
+
+static int cuda_numa_node(unsigned dev)
+{
+	if (dev >= C.nplaces)
+		return -1;
+	char v[32];
+	pci_read(C.pl[dev]->ordinal, "numa_node", v, sizeof(v));
+	return v[0] ? atoi(v) : -1;
+}
+
+static int cuda_device_describe(unsigned dev, char *buf, size_t n)
+{
+	if (dev >= (unsigned)C.ndev)
+		return ods_fail(OPENDS_INVALID_VALUE, "device %u: there are %d CUDA devices", dev, C.ndev);
+	CUdevice d = C.pl[dev]->cudev;
+	char name[128] = "?", bus[32] = "?", speed[64], width[16];
+	ods_cu.cuDeviceGetName(name, sizeof(name), d);
+	ods_cu.cuDeviceGetPCIBusId(bus, sizeof(bus), d);
+	pci_read((int)dev, "current_link_speed", speed, sizeof(speed));
+	pci_read((int)dev, "current_link_width", width, sizeof(width));
+	int numa = cuda_numa_node(dev);
+	size_t at = (size_t)snprintf(buf, n, "cuda:%u %s, PCI %s, link %s%s%s, NUMA node %d", dev, name, bus,
+				     speed[0] ? speed : "unknown", width[0] ? " x" : "", width, numa);
+	for (int j = 0; j < C.ndev && at < n; j++) {
+		int can = 0, atomics = 0, rank = 0;
+		if (j == (int)dev || ods_cu.cuDeviceCanAccessPeer(&can, d, C.pl[j]->cudev) != CUDA_SUCCESS || !can)
+			continue;
+		ods_cu.cuDeviceGetP2PAttribute(&atomics, CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED, d,
+					       C.pl[j]->cudev);
+		ods_cu.cuDeviceGetP2PAttribute(&rank, CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK, d, C.pl[j]->cudev);
+		/* native atomics over the link: NVLink (PCIe peers have none) */
+		at += (size_t)snprintf(buf + at, n - at, "; peer cuda:%d (%s, rank %d)", j,
+				       atomics ? "NVLink-class" : "PCIe", rank);
+	}
+	return 0;
 }
 
 /* ---- memory ------------------------------------------------------------- */
 
-static enum ods_mem_kind cuda_classify(const void *p)
+/* What memory p is and its place; -1 for host memory (and anything the
+ * driver does not know), -2 for device memory without a usable context
+ * (the detail set). */
+static int place_of_ptr(const void *p)
 {
-	unsigned int type = 0;
-	CUresult r = ods_cu.cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)(uintptr_t)p);
-	if (r == CUDA_ERROR_INVALID_CONTEXT) {
-		bool pushed = enter();
-		r = ods_cu.cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)(uintptr_t)p);
-		leave(pushed);
+	unsigned type = 0;
+	CUcontext ctx = NULL;
+	int ordinal = -1;
+	CUpointer_attribute at[3] = { CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_CONTEXT,
+				      CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL };
+	void *data[3] = { &type, &ctx, &ordinal };
+	CUdeviceptr dp = (CUdeviceptr)(uintptr_t)p;
+	CUresult r = ods_cu.cuPointerGetAttributes(3, at, data, dp);
+	if (r == CUDA_ERROR_INVALID_CONTEXT && ods_cu.cuCtxPushCurrent(C.base) == CUDA_SUCCESS) {
+		r = ods_cu.cuPointerGetAttributes(3, at, data, dp);
+		ods_cu_pop();
 	}
-	/* device and managed memory report DEVICE; pinned host memory HOST; an
-	 * unknown pointer fails the call and is plain host memory */
-	return r == CUDA_SUCCESS && type == CU_MEMORYTYPE_DEVICE ? ODS_MEM_DEVICE : ODS_MEM_HOST;
+	/* device and managed memory report DEVICE; pinned host memory HOST */
+	if (r != CUDA_SUCCESS || type != CU_MEMORYTYPE_DEVICE)
+		return -1;
+	int pl = ods_cu_place_of_ctx(ctx, ordinal);
+	return pl < 0 ? -2 : pl;
 }
 
-static int cuda_check_context(void)
+static enum ods_mem_kind cuda_classify(const void *p, unsigned *dev)
 {
-	CUcontext cur = NULL;
-	if (ods_cu.cuCtxGetCurrent(&cur) != CUDA_SUCCESS || !cur || cur == C.ctx)
-		return 0;
-	return OPENDS_CONTEXT_MISMATCH;
+	int pl = place_of_ptr(p);
+	*dev = pl >= 0 ? (unsigned)pl : pl == -2 ? ODS_DEV_NONE : 0;
+	return pl == -1 ? ODS_MEM_HOST : ODS_MEM_DEVICE;
+}
+
+/* Anonymous memory, then registered, portable to every context: io_uring
+ * accepts it as fixed buffers on every kernel, where cuMemHostAlloc memory
+ * is file-backed and refused by older ones. */
+static void *cuda_pinned_alloc(size_t n)
+{
+	void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	CUresult r = ods_cu.cuCtxPushCurrent(C.base);
+	if (r == CUDA_SUCCESS) {
+		r = ods_cu.cuMemHostRegister(p, n, CU_MEMHOSTREGISTER_PORTABLE);
+		ods_cu_pop();
+	}
+	if (r != CUDA_SUCCESS) {
+		ods_cu_fail(r, "cuMemHostRegister");
+		munmap(p, n);
+		return NULL;
+	}
+	return p;
+}
+
+static void cuda_pinned_free(void *p, size_t n)
+{
+	if (ods_cu.cuCtxPushCurrent(C.base) == CUDA_SUCCESS) {
+		ods_cu.cuMemHostUnregister(p);
+		ods_cu_pop();
+	}
+	munmap(p, n);
 }
 
 /* Device memory needs nothing. Host memory is not pinned either: the
  * library never lets the GPU copy from or to a caller's host buffer (host
  * targets are read straight into by the kernel, or memcpy'd from a slot),
  * so pinning it would cost without making anything faster. */
-static int cuda_buf_register(void *p, size_t n, enum ods_mem_kind k, void **priv)
-{
-	(void)p;
-	(void)n;
-	(void)k;
-	*priv = NULL;
-	return 0;
-}
+static const struct ods_accel_mem cuda_mem = {
+	.pinned_alloc = cuda_pinned_alloc,
+	.pinned_free = cuda_pinned_free,
+};
 
-static void cuda_buf_deregister(void *p, size_t n, enum ods_mem_kind k, void *priv)
-{
-	(void)p;
-	(void)n;
-	(void)k;
-	(void)priv;
-}
-
-/* Synchronous copies run on library-owned non-blocking streams, never on
- * the legacy default stream: a caller's default stream may be held by a
- * stream operation of ours (waiting for its flag) while a worker copies for
- * that very operation, and a copy queued behind the wait would never run.
- * SYNC_STREAMS streams, each used by one copy at a time, so threads copying
- * at once do not queue behind each other. */
+/* ---- synchronous copies ------------------------------------------------------
+ * On library-owned non-blocking streams of the buffer's device, never on a
+ * legacy default stream: a caller's default stream may be held by a stream
+ * operation of ours (waiting for its flag) while a worker copies for that
+ * very operation, and a copy queued behind the wait would never run.
+ * SYNC_STREAMS streams per device, each used by one copy at a time. */
 
 static int sync_copy(void *dst, const void *src, size_t n, bool to_dev)
 {
 	static atomic_uint rr;
-	bool pushed = enter();
+	int pl = place_of_ptr(to_dev ? dst : src);
+	struct place *p = pl < 0 ? NULL : ods_cu_place((unsigned)pl);
+	if (!p) {
+		if (pl != -1)
+			return OPENDS_CONTEXT_MISMATCH; /* detail set by place_of_ptr */
+		/* not device memory after all (a host target under the cuda
+		 * layer, registered as device): a plain copy */
+		memcpy(dst, src, n);
+		return 0;
+	}
+	int rc = ods_cu_push(p);
+	if (rc)
+		return rc;
 	unsigned i = atomic_fetch_add_explicit(&rr, 1, memory_order_relaxed) % SYNC_STREAMS;
-	pthread_mutex_lock(&C.sync_lock[i]);
+	pthread_mutex_lock(&p->sync_lock[i]);
 	CUresult r = CUDA_SUCCESS;
-	if (!C.sync_stream[i])
-		r = ods_cu.cuStreamCreate(&C.sync_stream[i], CU_STREAM_NON_BLOCKING);
+	if (!p->sync_stream[i])
+		r = ods_cu.cuStreamCreate(&p->sync_stream[i], CU_STREAM_NON_BLOCKING);
 	if (r == CUDA_SUCCESS)
-		r = to_dev ? ods_cu.cuMemcpyHtoDAsync((CUdeviceptr)(uintptr_t)dst, src, n, C.sync_stream[i])
-			   : ods_cu.cuMemcpyDtoHAsync(dst, (CUdeviceptr)(uintptr_t)src, n, C.sync_stream[i]);
+		r = to_dev ? ods_cu.cuMemcpyHtoDAsync((CUdeviceptr)(uintptr_t)dst, src, n, p->sync_stream[i])
+			   : ods_cu.cuMemcpyDtoHAsync(dst, (CUdeviceptr)(uintptr_t)src, n, p->sync_stream[i]);
 	if (r == CUDA_SUCCESS)
-		r = ods_cu.cuStreamSynchronize(C.sync_stream[i]);
-	pthread_mutex_unlock(&C.sync_lock[i]);
-	leave(pushed);
-	return r == CUDA_SUCCESS ? 0 : cu_fail(r, to_dev ? "copy to device" : "copy to host");
+		r = ods_cu.cuStreamSynchronize(p->sync_stream[i]);
+	pthread_mutex_unlock(&p->sync_lock[i]);
+	ods_cu_pop();
+	return r == CUDA_SUCCESS ? 0 : ods_cu_fail(r, to_dev ? "copy to device" : "copy to host");
 }
 
 static int cuda_copy_to_device(void *dst, const void *src, size_t n)
@@ -237,312 +423,241 @@ static int cuda_copy_to_host(void *dst, const void *src, size_t n)
 	return sync_copy(dst, src, n, false);
 }
 
-/* ---- the staging pipeline -------------------------------------------------- */
+/* ---- peer copies ------------------------------------------------------------ */
+
+/* caller holds d->lock: give d's context access to s's memory, and s's to
+ * d's, where the devices can (once per pair); else cuMemcpyPeerAsync
+ * stages through the host by itself. */
+static void peers_enable(struct place *d, unsigned dst, struct place *s, unsigned src)
+{
+	if (d->peers_tried & (1ull << src))
+		return;
+	d->peers_tried |= 1ull << src;
+	int can = 0;
+	if (d->cudev == s->cudev ||
+	    ods_cu.cuDeviceCanAccessPeer(&can, d->cudev, s->cudev) != CUDA_SUCCESS || !can)
+		return;
+	(void)dst;
+	if (ods_cu.cuCtxPushCurrent(d->ctx) == CUDA_SUCCESS) {
+		ods_cu.cuCtxEnablePeerAccess(s->ctx, 0); /* ALREADY_ENABLED is fine */
+		ods_cu_pop();
+	}
+	if (ods_cu.cuCtxPushCurrent(s->ctx) == CUDA_SUCCESS) {
+		ods_cu.cuCtxEnablePeerAccess(d->ctx, 0);
+		ods_cu_pop();
+	}
+}
+
+static int cuda_peer_copy(unsigned dst_dev, void *dst, unsigned src_dev, const void *src, size_t n)
+{
+	struct place *d = ods_cu_place(dst_dev), *s = ods_cu_place(src_dev);
+	if (!d || !s)
+		return ods_fail(OPENDS_INVALID_VALUE, "cuda: peer copy between unknown devices %u and %u", src_dev,
+				dst_dev);
+	pthread_mutex_lock(&d->lock);
+	peers_enable(d, dst_dev, s, src_dev);
+	int rc = ods_cu_push(d);
+	if (rc) {
+		pthread_mutex_unlock(&d->lock);
+		return rc;
+	}
+	CUresult r = CUDA_SUCCESS;
+	if (!d->peer_stream)
+		r = ods_cu.cuStreamCreate(&d->peer_stream, CU_STREAM_NON_BLOCKING);
+	if (r == CUDA_SUCCESS)
+		r = d == s ? ods_cu.cuMemcpyDtoDAsync((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, n,
+						       d->peer_stream)
+			   : ods_cu.cuMemcpyPeerAsync((CUdeviceptr)(uintptr_t)dst, d->ctx, (CUdeviceptr)(uintptr_t)src,
+						       s->ctx, n, d->peer_stream);
+	ods_cu_pop();
+	pthread_mutex_unlock(&d->lock);
+	return r == CUDA_SUCCESS ? 0 : ods_cu_fail(r, "cuMemcpyPeerAsync");
+}
+
+static int cuda_peer_wait(unsigned dst_dev)
+{
+	struct place *d = ods_cu_place(dst_dev);
+	if (!d)
+		return ods_fail(OPENDS_INVALID_VALUE, "cuda: no device %u", dst_dev);
+	pthread_mutex_lock(&d->lock);
+	CUstream st = d->peer_stream;
+	pthread_mutex_unlock(&d->lock);
+	if (!st)
+		return 0;
+	int rc = ods_cu_push(d);
+	if (rc)
+		return rc;
+	CUresult r = ods_cu.cuStreamSynchronize(st);
+	ods_cu_pop();
+	return r == CUDA_SUCCESS ? 0 : ods_cu_fail(r, "waiting for peer copies");
+}
+
+/* ---- copy lanes ------------------------------------------------------------
+ * Lane calls come from library worker threads only, whose current context
+ * the layer switches freely; tl_ctx avoids switching to the one that is
+ * already current. */
+
+static __thread CUcontext tl_ctx;
+
+static int use_ctx(CUcontext c)
+{
+	if (tl_ctx == c)
+		return 0;
+	CUresult r = ods_cu.cuCtxSetCurrent(c);
+	if (r != CUDA_SUCCESS)
+		return ods_cu_fail(r, "cuCtxSetCurrent");
+	tl_ctx = c;
+	return 0;
+}
 
 static int cuda_thread_attach(void)
 {
-	CUresult r = ods_cu.cuCtxSetCurrent(C.ctx);
-	return r == CUDA_SUCCESS ? 0 : cu_fail(r, "cuCtxSetCurrent");
+	tl_ctx = NULL;
+	return use_ctx(C.base);
 }
 
 static void cuda_thread_detach(void)
 {
 	ods_cu.cuCtxSetCurrent(NULL);
+	tl_ctx = NULL;
 }
 
-/* Anonymous memory, then registered: io_uring accepts it as fixed buffers
- * on every kernel, where cuMemHostAlloc memory is file-backed and refused
- * by older ones. */
-static void *cuda_pinned_alloc(size_t n)
-{
-	void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED)
-		return NULL;
-	bool pushed = enter();
-	CUresult r = ods_cu.cuMemHostRegister(p, n, CU_MEMHOSTREGISTER_PORTABLE);
-	leave(pushed);
-	if (r != CUDA_SUCCESS) {
-		cu_fail(r, "cuMemHostRegister");
-		munmap(p, n);
-		return NULL;
-	}
-	return p;
-}
-
-static void cuda_pinned_free(void *p, size_t n)
-{
-	bool pushed = enter();
-	ods_cu.cuMemHostUnregister(p);
-	leave(pushed);
-	munmap(p, n);
-}
-
-struct lane {
+struct lane_dev {  /* a lane's queue on one device */
 	CUstream s;
-	unsigned n;
 	CUevent ev[];
 };
 
-static void lane_free(struct lane *l)
+struct lane {
+	unsigned n;             /* fences */
+	unsigned last;          /* the place of the last copy queued */
+	struct lane_dev *d[ODS_MAX_DEVICES];
+	uint8_t fence_place[];  /* where fence i was recorded */
+};
+
+static void lane_dev_free(struct lane *l, unsigned pl)
 {
+	struct lane_dev *ld = l->d[pl];
+	struct place *p = C.pl[pl];
+	if (!ld || use_ctx(p->ctx))
+		return;
+	if (ld->s)
+		ods_cu.cuStreamSynchronize(ld->s);
 	for (unsigned i = 0; i < l->n; i++)
-		if (l->ev[i])
-			ods_cu.cuEventDestroy(l->ev[i]);
-	if (l->s)
-		ods_cu.cuStreamDestroy(l->s);
-	free(l);
+		if (ld->ev[i])
+			ods_cu.cuEventDestroy(ld->ev[i]);
+	if (ld->s)
+		ods_cu.cuStreamDestroy(ld->s);
+	free(ld);
+	l->d[pl] = NULL;
 }
 
 static void *cuda_lane_create(unsigned nfences)
 {
-	struct lane *l = calloc(1, sizeof(*l) + nfences * sizeof(CUevent));
-	if (!l)
-		return NULL;
-	l->n = nfences;
-	CUresult r = ods_cu.cuStreamCreate(&l->s, CU_STREAM_NON_BLOCKING);
-	for (unsigned i = 0; r == CUDA_SUCCESS && i < nfences; i++)
-		r = ods_cu.cuEventCreate(&l->ev[i], CU_EVENT_DISABLE_TIMING);
-	if (r != CUDA_SUCCESS) {
-		cu_fail(r, "creating a copy stream and its events");
-		lane_free(l);
-		return NULL;
-	}
+	struct lane *l = calloc(1, sizeof(*l) + nfences);
+	if (l)
+		l->n = nfences;
 	return l;
 }
 
 static void cuda_lane_destroy(void *lane)
 {
 	struct lane *l = lane;
-	ods_cu.cuStreamSynchronize(l->s);
-	lane_free(l);
+	for (unsigned i = 0; i < ODS_MAX_DEVICES; i++)
+		lane_dev_free(l, i);
+	free(l);
+}
+
+/* Make the lane's queue on the device owning p current; 0 or a code. The
+ * device is asked for every copy (one cuPointerGetAttributes, well under a
+ * microsecond against a chunk's tens): a cached address range could be
+ * freed and reused by another device's allocation meanwhile. */
+static int lane_enter(struct lane *l, const void *p)
+{
+	int place = place_of_ptr(p);
+	if (place < 0)
+		return ods_fail(OPENDS_INVALID_VALUE, "cuda: %p is not device memory", p);
+	unsigned pl = (unsigned)place;
+	struct place *pp = ods_cu_place(pl);
+	if (!pp)
+		return OPENDS_CONTEXT_MISMATCH;
+	int rc = use_ctx(pp->ctx);
+	if (rc)
+		return rc;
+	if (!l->d[pl]) {
+		struct lane_dev *ld = calloc(1, sizeof(*ld) + l->n * sizeof(CUevent));
+		if (!ld)
+			return ods_fail(OPENDS_NOMEM_ERROR, "cuda: out of memory for a copy lane");
+		l->d[pl] = ld;
+		CUresult r = ods_cu.cuStreamCreate(&ld->s, CU_STREAM_NON_BLOCKING);
+		for (unsigned i = 0; r == CUDA_SUCCESS && i < l->n; i++)
+			r = ods_cu.cuEventCreate(&ld->ev[i], CU_EVENT_DISABLE_TIMING);
+		if (r != CUDA_SUCCESS) {
+			lane_dev_free(l, pl);
+			return ods_cu_fail(r, "creating a copy stream and its events");
+		}
+	}
+	l->last = pl;
+	return 0;
 }
 
 static int cuda_copy_to_device_async(void *lane, void *dst, const void *src, size_t n)
 {
 	struct lane *l = lane;
-	CUresult r = ods_cu.cuMemcpyHtoDAsync((CUdeviceptr)(uintptr_t)dst, src, n, l->s);
-	return r == CUDA_SUCCESS ? 0 : cu_fail(r, "cuMemcpyHtoDAsync");
+	int rc = lane_enter(l, dst);
+	if (rc)
+		return rc;
+	CUresult r = ods_cu.cuMemcpyHtoDAsync((CUdeviceptr)(uintptr_t)dst, src, n, l->d[l->last]->s);
+	return r == CUDA_SUCCESS ? 0 : ods_cu_fail(r, "cuMemcpyHtoDAsync");
 }
 
 static int cuda_copy_to_host_async(void *lane, void *dst, const void *src, size_t n)
 {
 	struct lane *l = lane;
-	CUresult r = ods_cu.cuMemcpyDtoHAsync(dst, (CUdeviceptr)(uintptr_t)src, n, l->s);
-	return r == CUDA_SUCCESS ? 0 : cu_fail(r, "cuMemcpyDtoHAsync");
+	int rc = lane_enter(l, src);
+	if (rc)
+		return rc;
+	CUresult r = ods_cu.cuMemcpyDtoHAsync(dst, (CUdeviceptr)(uintptr_t)src, n, l->d[l->last]->s);
+	return r == CUDA_SUCCESS ? 0 : ods_cu_fail(r, "cuMemcpyDtoHAsync");
 }
 
 static int cuda_fence_record(void *lane, unsigned i)
 {
 	struct lane *l = lane;
-	CUresult r = ods_cu.cuEventRecord(l->ev[i], l->s);
-	return r == CUDA_SUCCESS ? 0 : cu_fail(r, "cuEventRecord");
+	struct lane_dev *ld = l->d[l->last];
+	if (!ld)
+		return ods_fail(OPENDS_INTERNAL_ERROR, "cuda: a fence before any copy");
+	l->fence_place[i] = (uint8_t)l->last;
+	CUresult r = ods_cu.cuEventRecord(ld->ev[i], ld->s); /* the lane's context is current */
+	return r == CUDA_SUCCESS ? 0 : ods_cu_fail(r, "cuEventRecord");
 }
 
 static int cuda_fence_query(void *lane, unsigned i)
 {
 	struct lane *l = lane;
-	CUresult r = ods_cu.cuEventQuery(l->ev[i]);
+	int rc = use_ctx(C.pl[l->fence_place[i]]->ctx);
+	if (rc)
+		return -rc;
+	CUresult r = ods_cu.cuEventQuery(l->d[l->fence_place[i]]->ev[i]);
 	if (r == CUDA_SUCCESS)
 		return 1;
 	if (r == CUDA_ERROR_NOT_READY)
 		return 0;
-	return -cu_fail(r, "cuEventQuery");
+	return -ods_cu_fail(r, "cuEventQuery");
 }
 
 static int cuda_fence_wait(void *lane, unsigned i)
 {
 	struct lane *l = lane;
-	CUresult r = ods_cu.cuEventSynchronize(l->ev[i]);
-	return r == CUDA_SUCCESS ? 0 : -cu_fail(r, "cuEventSynchronize");
+	int rc = use_ctx(C.pl[l->fence_place[i]]->ctx);
+	if (rc)
+		return -rc;
+	CUresult r = ods_cu.cuEventSynchronize(l->d[l->fence_place[i]]->ev[i]);
+	return r == CUDA_SUCCESS ? 0 : -ods_cu_fail(r, "cuEventSynchronize");
 }
 
-/* ---- stream-ordered operations -------------------------------------------- */
-
-static int cuda_stream_call(void *stream, void (*fn)(void *arg), void *arg)
-{
-	bool pushed = enter();
-	CUresult r = ods_cu.cuLaunchHostFunc((CUstream)stream, fn, arg);
-	leave(pushed);
-	return r == CUDA_SUCCESS ? 0 : cu_fail(r, "cuLaunchHostFunc");
-}
-
-/* caller holds C.lock */
-static struct gate *gate_take(void)
-{
-	if (!C.free_gates) {
-		/* take back gates whose stream is past their wait */
-		for (struct gblock *b = C.blocks; b; b = b->next)
-			for (int i = 0; i < GATE_BLOCK; i++) {
-				struct gate *g = &b->g[i];
-				if (g->in_use && g->waited && __atomic_load_n(g->passed, __ATOMIC_ACQUIRE)) {
-					g->in_use = false;
-					g->next = C.free_gates;
-					C.free_gates = g;
-				}
-			}
-	}
-	if (!C.free_gates) {
-		struct gblock *b = calloc(1, sizeof(*b));
-		if (!b)
-			return NULL;
-		void *f = NULL;
-		bool pushed = enter();
-		CUresult res = ods_cu.cuMemHostAlloc(&f, 2 * GATE_BLOCK * sizeof(uint32_t),
-						CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE);
-		CUdeviceptr d = 0;
-		if (res == CUDA_SUCCESS)
-			res = ods_cu.cuMemHostGetDevicePointer(&d, f, 0);
-		if (res != CUDA_SUCCESS) {
-			cu_fail(res, "cuMemHostAlloc of stream gates");
-			if (f)
-				ods_cu.cuMemFreeHost(f);
-			leave(pushed);
-			free(b);
-			return NULL;
-		}
-		leave(pushed);
-		b->flags = f;
-		for (int i = 0; i < GATE_BLOCK; i++) {
-			struct gate *g = &b->g[i];
-			g->go = &b->flags[2 * i];
-			g->passed = &b->flags[2 * i + 1];
-			g->go_dev = d + (CUdeviceptr)(2 * i) * sizeof(uint32_t);
-			g->passed_dev = g->go_dev + sizeof(uint32_t);
-			g->next = C.free_gates;
-			C.free_gates = g;
-		}
-		b->next = C.blocks;
-		C.blocks = b;
-	}
-	struct gate *g = C.free_gates;
-	C.free_gates = g->next;
-	g->in_use = true;
-	g->waited = false;
-	*g->go = 0;
-	*g->passed = 0;
-	return g;
-}
-
-static void *cuda_gate_get(void)
-{
-	pthread_mutex_lock(&C.lock);
-	struct gate *g = gate_take();
-	pthread_mutex_unlock(&C.lock);
-	/* the flags were zeroed by plain stores; order them before a stream
-	 * can read them */
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	return g;
-}
-
-static void cuda_gate_put(void *gate)
-{
-	struct gate *g = gate;
-	pthread_mutex_lock(&C.lock);
-	g->in_use = false;
-	g->next = C.free_gates;
-	C.free_gates = g;
-	pthread_mutex_unlock(&C.lock);
-}
-
-static int cuda_stream_wait(void *stream, void *gate)
-{
-	struct gate *g = gate;
-	CUstream s = stream;
-	bool pushed = enter();
-	CUresult r = ods_cu.cuStreamWaitValue32(s, g->go_dev, 1, CU_STREAM_WAIT_VALUE_EQ);
-	if (r != CUDA_SUCCESS) {
-		leave(pushed);
-		return cu_fail(r, "cuStreamWaitValue32"); /* never waited: a leak, not a hazard */
-	}
-	/* From here the stream may read the flags until it is past the wait.
-	 * Without the "passed" write below, that is never known: the gate is
-	 * then never reused, and close leaks its block rather than free it. */
-	g->waited = true;
-	r = ods_cu.cuStreamWriteValue32(s, g->passed_dev, 1, CU_STREAM_WRITE_VALUE_DEFAULT);
-	leave(pushed);
-	return r == CUDA_SUCCESS ? 0 : cu_fail(r, "cuStreamWriteValue32");
-}
-
-static void cuda_gate_open(void *gate)
-{
-	struct gate *g = gate;
-	/* everything the host wrote before (results, staging) is visible
-	 * before the stream can move on */
-	__atomic_store_n(g->go, 1, __ATOMIC_RELEASE);
-}
-
-/* Counters are gates whose second word the stream writes with
- * stream_mark (counter_get and counter_put are gate_get and gate_put).
- * Nothing ever waits on a counter, so the scan for passed gates leaves
- * it alone. */
-static int cuda_stream_mark(void *stream, void *counter, uint32_t value)
-{
-	struct gate *g = counter;
-	bool pushed = enter();
-	CUresult r = ods_cu.cuStreamWriteValue32((CUstream)stream, g->passed_dev, value, CU_STREAM_WRITE_VALUE_DEFAULT);
-	leave(pushed);
-	return r == CUDA_SUCCESS ? 0 : cu_fail(r, "cuStreamWriteValue32");
-}
-
-static uint32_t cuda_counter_read(void *counter)
-{
-	struct gate *g = counter;
-	return __atomic_load_n(g->passed, __ATOMIC_ACQUIRE);
-}
-
-static int cuda_stream_copy(void *stream, void *dst, const void *src, size_t n, bool to_device)
-{
-	bool pushed = enter();
-	CUresult r = to_device ? ods_cu.cuMemcpyHtoDAsync((CUdeviceptr)(uintptr_t)dst, src, n, (CUstream)stream)
-			       : ods_cu.cuMemcpyDtoHAsync(dst, (CUdeviceptr)(uintptr_t)src, n, (CUstream)stream);
-	leave(pushed);
-	return r == CUDA_SUCCESS ? 0 : cu_fail(r, to_device ? "cuMemcpyHtoDAsync" : "cuMemcpyDtoHAsync");
-}
-
-static int cuda_stream_create(void **stream)
-{
-	bool pushed = enter();
-	CUstream s = NULL;
-	CUresult r = ods_cu.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING);
-	leave(pushed);
-	if (r != CUDA_SUCCESS)
-		return cu_fail(r, "cuStreamCreate");
-	*stream = s;
-	return 0;
-}
-
-static int cuda_stream_sync(void *stream)
-{
-	bool pushed = enter();
-	CUresult r = ods_cu.cuStreamSynchronize((CUstream)stream);
-	leave(pushed);
-	return r == CUDA_SUCCESS ? 0 : cu_fail(r, "cuStreamSynchronize");
-}
-
-static int cuda_stream_destroy(void *stream)
-{
-	bool pushed = enter();
-	CUresult r = ods_cu.cuStreamSynchronize((CUstream)stream);
-	if (r == CUDA_SUCCESS)
-		r = ods_cu.cuStreamDestroy((CUstream)stream);
-	leave(pushed);
-	return r == CUDA_SUCCESS ? 0 : cu_fail(r, "cuStreamDestroy");
-}
-
-const struct ods_accel ods_accel_cuda = {
-	.name = "cuda",
-	.open = cuda_open,
-	.close = cuda_close,
-	.classify = cuda_classify,
-	.check_context = cuda_check_context,
-	.buf_register = cuda_buf_register,
-	.buf_deregister = cuda_buf_deregister,
-	.copy_to_device = cuda_copy_to_device,
-	.copy_to_host = cuda_copy_to_host,
+static const struct ods_accel_lanes cuda_lanes = {
 	.thread_attach = cuda_thread_attach,
 	.thread_detach = cuda_thread_detach,
-	.pinned_alloc = cuda_pinned_alloc,
-	.pinned_free = cuda_pinned_free,
 	.lane_create = cuda_lane_create,
 	.lane_destroy = cuda_lane_destroy,
 	.copy_to_device_async = cuda_copy_to_device_async,
@@ -550,17 +665,22 @@ const struct ods_accel ods_accel_cuda = {
 	.fence_record = cuda_fence_record,
 	.fence_query = cuda_fence_query,
 	.fence_wait = cuda_fence_wait,
-	.stream_create = cuda_stream_create,
-	.stream_destroy = cuda_stream_destroy,
-	.stream_sync = cuda_stream_sync,
-	.stream_call = cuda_stream_call,
-	.gate_get = cuda_gate_get,
-	.gate_put = cuda_gate_put,
-	.stream_wait = cuda_stream_wait,
-	.gate_open = cuda_gate_open,
-	.stream_copy = cuda_stream_copy,
-	.counter_get = cuda_gate_get,
-	.counter_put = cuda_gate_put,
-	.stream_mark = cuda_stream_mark,
-	.counter_read = cuda_counter_read,
+};
+
+const struct ods_accel ods_accel_cuda = {
+	.name = "cuda",
+	.open = cuda_open,
+	.close = cuda_close,
+	.forget = cuda_forget,
+	.classify = cuda_classify,
+	.device_count = cuda_device_count,
+	.device_describe = cuda_device_describe,
+	.numa_node = cuda_numa_node,
+	.copy_to_device = cuda_copy_to_device,
+	.copy_to_host = cuda_copy_to_host,
+	.peer_copy = cuda_peer_copy,
+	.peer_wait = cuda_peer_wait,
+	.mem = &cuda_mem,
+	.lanes = &cuda_lanes,
+	.streams = &ods_cuda_streams,
 };

@@ -4,11 +4,23 @@
  * staging path (slots, copies, ordering) runs and is tested without a GPU.
  * Neither has a context to check or anything to pin.
  *
+ * Several simulated devices: OPENDS_HOSTDEV_DEVICES=N (1 to 8, default 1)
+ * at driver open. Device d >= 1 owns the addresses [HOSTDEV_BASE + d *
+ * HOSTDEV_SPAN, + HOSTDEV_SPAN) (tests map memory there with
+ * MAP_FIXED_NOREPLACE); every other pointer is device 0. A pointer is so
+ * "tagged" with its device, and the per-device logic (which device an
+ * operation runs on, a stream of one device with a buffer of another, the
+ * fan-out's peer copies) runs in CI. Streams made with stream_create go to
+ * devices 0, 1, ..., N-1, 0, ... in turn (as a program switching its
+ * current device between creations would); the NULL stream is one stream
+ * per device.
+ *
  * hostdev also simulates the device's streams, so the core's stream
  * operations (src/core/stream.c) run the commands they queue on a CUDA
  * stream, in the same order and with the same rules: a stream is a thread
  * running its commands one after another; a gate blocks it until opened;
  * a host function only starts work elsewhere. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -27,16 +39,22 @@ static void host_close(void)
 {
 }
 
-static enum ods_mem_kind host_classify(const void *p)
+static enum ods_mem_kind host_classify(const void *p, unsigned *dev)
 {
 	(void)p;
+	*dev = 0;
 	return ODS_MEM_HOST;
 }
 
-static enum ods_mem_kind hostdev_classify(const void *p)
+static unsigned host_device_count(void)
 {
-	(void)p;
-	return ODS_MEM_DEVICE;
+	return 0;
+}
+
+static int host_numa_node(unsigned dev)
+{
+	(void)dev;
+	return -1;
 }
 
 static int host_copy(void *dst, const void *src, size_t n)
@@ -50,9 +68,88 @@ const struct ods_accel ods_accel_host = {
 	.open = host_open,
 	.close = host_close,
 	.classify = host_classify,
+	.device_count = host_device_count,
+	.numa_node = host_numa_node,
 	.copy_to_device = host_copy,
 	.copy_to_host = host_copy,
 };
+
+/* ---- hostdev's simulated devices ------------------------------------------ */
+
+#define HOSTDEV_MAX 8u
+#define HOSTDEV_BASE ((uintptr_t)0x7e8000000000ull) /* in every sanitizer's application range */
+#define HOSTDEV_SPAN ((uintptr_t)1 << 36)
+
+static unsigned hostdev_n = 1; /* set at open, before any I/O */
+/* Test-only failure injection (issue 18): OPENDS_HOSTDEV_FAIL_AFTER=N at
+ * open makes every stream command after the first N fail, sticky, as a
+ * CUDA context error would; commands already queued still run. Not a
+ * configuration variable (config.c, README): tests set it. */
+static long fail_after = -1;
+static atomic_ulong pushed_cmds;
+
+static int hostdev_open(const struct ods_config *cfg, char *why, size_t why_len)
+{
+	(void)cfg;
+	const char *v = getenv("OPENDS_HOSTDEV_DEVICES");
+	hostdev_n = 1;
+	const char *f = getenv("OPENDS_HOSTDEV_FAIL_AFTER");
+	fail_after = f && *f ? strtol(f, NULL, 10) : -1;
+	atomic_store(&pushed_cmds, 0);
+	if (v && *v) {
+		char *end;
+		unsigned long n = strtoul(v, &end, 10);
+		if (*end || n < 1 || n > HOSTDEV_MAX) {
+			snprintf(why, why_len, "OPENDS_HOSTDEV_DEVICES=%s: expected 1 to %u", v, HOSTDEV_MAX);
+			return OPENDS_INVALID_VALUE;
+		}
+		hostdev_n = (unsigned)n;
+	}
+	return 0;
+}
+
+static enum ods_mem_kind hostdev_classify(const void *p, unsigned *dev)
+{
+	uintptr_t a = (uintptr_t)p;
+	unsigned d = 0;
+	if (a >= HOSTDEV_BASE + HOSTDEV_SPAN && a < HOSTDEV_BASE + (uintptr_t)hostdev_n * HOSTDEV_SPAN)
+		d = (unsigned)((a - HOSTDEV_BASE) / HOSTDEV_SPAN);
+	*dev = d;
+	return ODS_MEM_DEVICE;
+}
+
+static unsigned hostdev_device_count(void)
+{
+	return hostdev_n;
+}
+
+static int hostdev_describe(unsigned dev, char *buf, size_t n)
+{
+	if (dev >= hostdev_n)
+		return OPENDS_INVALID_VALUE;
+	if (dev == 0)
+		snprintf(buf, n, "hostdev:0 simulated device (every address outside the other devices' ranges)");
+	else
+		snprintf(buf, n, "hostdev:%u simulated device (addresses [0x%llx, +%llu GiB))", dev,
+			 (unsigned long long)(HOSTDEV_BASE + dev * HOSTDEV_SPAN),
+			 (unsigned long long)(HOSTDEV_SPAN >> 30));
+	return 0;
+}
+
+/* Peer copies are memcpy at once: nothing to wait for. */
+static int hostdev_peer_copy(unsigned dst_dev, void *dst, unsigned src_dev, const void *src, size_t n)
+{
+	(void)dst_dev;
+	(void)src_dev;
+	memmove(dst, src, n);
+	return 0;
+}
+
+static int hostdev_peer_wait(unsigned dst_dev)
+{
+	(void)dst_dev;
+	return 0;
+}
 
 /* ---- hostdev's simulated streams ----------------------------------------- */
 
@@ -77,6 +174,7 @@ struct cmd {
 
 struct sim_stream {
 	struct sim_stream *next; /* the live streams, to refuse unknown ones */
+	unsigned dev;            /* the simulated device it belongs to */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;     /* new command, stop, or idle */
 	struct cmd *head, *tail;
@@ -85,9 +183,10 @@ struct sim_stream {
 };
 
 static struct {
-	pthread_mutex_t lock; /* the live list and the default stream */
+	pthread_mutex_t lock; /* the live list and the default streams */
 	struct sim_stream *live;
-	struct sim_stream *dflt;
+	struct sim_stream *dflt[HOSTDEV_MAX]; /* one per device */
+	unsigned next_dev;    /* where stream_create puts the next stream */
 } S = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static void *sim_main(void *arg)
@@ -132,11 +231,12 @@ static void *sim_main(void *arg)
 	return NULL;
 }
 
-static struct sim_stream *sim_new(void)
+static struct sim_stream *sim_new(unsigned dev)
 {
 	struct sim_stream *st = calloc(1, sizeof(*st));
 	if (!st)
 		return NULL;
+	st->dev = dev;
 	pthread_mutex_init(&st->lock, NULL);
 	pthread_cond_init(&st->cond, NULL);
 	if (pthread_create(&st->th, NULL, sim_main, st)) {
@@ -168,16 +268,16 @@ static void sim_free(struct sim_stream *st)
 	free(st);
 }
 
-/* The stream behind a caller's name: NULL is the default stream, made on
- * first use; anything not made here is refused (NULL back). */
-static struct sim_stream *sim_find(void *stream)
+/* The stream behind a caller's name: NULL is device dev's default stream,
+ * made on first use; anything not made here is refused (NULL back). */
+static struct sim_stream *sim_find(unsigned dev, void *stream)
 {
 	pthread_mutex_lock(&S.lock);
 	struct sim_stream *st = NULL;
 	if (!stream) {
-		if (!S.dflt)
-			S.dflt = sim_new();
-		st = S.dflt;
+		if (dev < HOSTDEV_MAX && !S.dflt[dev])
+			S.dflt[dev] = sim_new(dev);
+		st = dev < HOSTDEV_MAX ? S.dflt[dev] : NULL;
 	} else {
 		for (st = S.live; st && st != stream; st = st->next)
 			;
@@ -195,9 +295,12 @@ static int sim_refused(void *stream)
 }
 
 /* Queue a copy of cmd on the stream. */
-static int sim_push(void *stream, struct cmd cmd)
+static int sim_push(unsigned dev, void *stream, struct cmd cmd)
 {
-	struct sim_stream *st = sim_find(stream);
+	if (fail_after >= 0 && atomic_fetch_add(&pushed_cmds, 1) >= (unsigned long)fail_after)
+		return ods_fail(OPENDS_DEVICE_DRIVER_ERROR, "hostdev: injected stream failure after %ld commands",
+				fail_after);
+	struct sim_stream *st = sim_find(dev, stream);
 	if (!st)
 		return sim_refused(stream);
 	struct cmd *c = malloc(sizeof(*c));
@@ -218,7 +321,10 @@ static int sim_push(void *stream, struct cmd cmd)
 
 static int sim_stream_create(void **stream)
 {
-	struct sim_stream *st = sim_new();
+	pthread_mutex_lock(&S.lock);
+	unsigned dev = S.next_dev++ % hostdev_n;
+	pthread_mutex_unlock(&S.lock);
+	struct sim_stream *st = sim_new(dev);
 	if (!st)
 		return ods_fail(OPENDS_NOMEM_ERROR, "hostdev: could not make a stream");
 	pthread_mutex_lock(&S.lock);
@@ -247,16 +353,43 @@ static int sim_stream_destroy(void *stream)
 
 static int sim_stream_sync(void *stream)
 {
-	struct sim_stream *st = sim_find(stream);
+	if (!stream) {
+		/* every device's default stream that exists */
+		for (unsigned d = 0; d < HOSTDEV_MAX; d++) {
+			pthread_mutex_lock(&S.lock);
+			struct sim_stream *st = S.dflt[d];
+			pthread_mutex_unlock(&S.lock);
+			if (st)
+				sim_sync(st);
+		}
+		return 0;
+	}
+	struct sim_stream *st = sim_find(0, stream);
 	if (!st)
 		return sim_refused(stream);
 	sim_sync(st);
 	return 0;
 }
 
-static int sim_stream_call(void *stream, void (*fn)(void *arg), void *arg)
+static int sim_stream_device(void *stream, enum ods_mem_kind k, unsigned buf_dev, unsigned *dev)
 {
-	return sim_push(stream, (struct cmd){ .kind = CMD_CALL, .fn = fn, .arg = arg });
+	if (!stream) {
+		*dev = k == ODS_MEM_DEVICE ? buf_dev : 0;
+		return 0;
+	}
+	struct sim_stream *st = sim_find(0, stream);
+	if (!st)
+		return sim_refused(stream);
+	if (k == ODS_MEM_DEVICE && st->dev != buf_dev)
+		return ods_fail(OPENDS_CONTEXT_MISMATCH, "stream %p belongs to hostdev device %u, the buffer to device %u",
+				stream, st->dev, buf_dev);
+	*dev = st->dev;
+	return 0;
+}
+
+static int sim_stream_call(unsigned dev, void *stream, void (*fn)(void *arg), void *arg)
+{
+	return sim_push(dev, stream, (struct cmd){ .kind = CMD_CALL, .fn = fn, .arg = arg });
 }
 
 static void *sim_gate_get(void)
@@ -269,10 +402,10 @@ static void sim_gate_put(void *gate)
 	free(gate);
 }
 
-static int sim_stream_wait(void *stream, void *gate)
+static int sim_stream_wait(unsigned dev, void *stream, void *gate)
 {
 	/* on failure the gate is lost (it may still be opened): left alone */
-	return sim_push(stream, (struct cmd){ .kind = CMD_WAIT, .gate = gate });
+	return sim_push(dev, stream, (struct cmd){ .kind = CMD_WAIT, .gate = gate });
 }
 
 static void sim_gate_open(void *gate)
@@ -281,10 +414,10 @@ static void sim_gate_open(void *gate)
 	atomic_store_explicit(&g->open, 1, memory_order_release);
 }
 
-static int sim_stream_copy(void *stream, void *dst, const void *src, size_t n, bool to_device)
+static int sim_stream_copy(unsigned dev, void *stream, void *dst, const void *src, size_t n, bool to_device)
 {
 	(void)to_device;
-	return sim_push(stream, (struct cmd){ .kind = CMD_COPY, .dst = dst, .src = src, .n = n });
+	return sim_push(dev, stream, (struct cmd){ .kind = CMD_COPY, .dst = dst, .src = src, .n = n });
 }
 
 static void *sim_counter_get(void)
@@ -292,9 +425,9 @@ static void *sim_counter_get(void)
 	return calloc(1, sizeof(atomic_uint));
 }
 
-static int sim_stream_mark(void *stream, void *counter, uint32_t value)
+static int sim_stream_mark(unsigned dev, void *stream, void *counter, uint32_t value)
 {
-	return sim_push(stream, (struct cmd){ .kind = CMD_MARK, .counter = counter, .value = value });
+	return sim_push(dev, stream, (struct cmd){ .kind = CMD_MARK, .counter = counter, .value = value });
 }
 
 static uint32_t sim_counter_read(void *counter)
@@ -306,12 +439,15 @@ static uint32_t sim_counter_read(void *counter)
 static void hostdev_close(void)
 {
 	pthread_mutex_lock(&S.lock);
-	struct sim_stream *d = S.dflt, *live = S.live;
-	S.dflt = NULL;
+	struct sim_stream *d[HOSTDEV_MAX], *live = S.live;
+	memcpy(d, S.dflt, sizeof(d));
+	memset(S.dflt, 0, sizeof(S.dflt));
 	S.live = NULL;
+	S.next_dev = 0;
 	pthread_mutex_unlock(&S.lock);
-	if (d)
-		sim_free(d);
+	for (unsigned i = 0; i < HOSTDEV_MAX; i++)
+		if (d[i])
+			sim_free(d[i]);
 	/* streams made through the accelerator and never destroyed */
 	for (struct sim_stream *n; live; live = n) {
 		n = live->next;
@@ -319,13 +455,8 @@ static void hostdev_close(void)
 	}
 }
 
-const struct ods_accel ods_accel_hostdev = {
-	.name = "hostdev",
-	.open = host_open,
-	.close = hostdev_close,
-	.classify = hostdev_classify,
-	.copy_to_device = host_copy,
-	.copy_to_host = host_copy,
+static const struct ods_accel_streams hostdev_streams = {
+	.stream_device = sim_stream_device,
 	.stream_create = sim_stream_create,
 	.stream_destroy = sim_stream_destroy,
 	.stream_sync = sim_stream_sync,
@@ -339,4 +470,31 @@ const struct ods_accel ods_accel_hostdev = {
 	.counter_put = sim_gate_put, /* both are plain allocations */
 	.stream_mark = sim_stream_mark,
 	.counter_read = sim_counter_read,
+};
+
+/* in a forked child: the stream threads do not exist there and S.lock may
+ * be held forever; leak the parent's streams */
+static void hostdev_forget(void)
+{
+	pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+	S.lock = fresh;
+	S.live = NULL;
+	memset(S.dflt, 0, sizeof(S.dflt));
+	S.next_dev = 0;
+}
+
+const struct ods_accel ods_accel_hostdev = {
+	.name = "hostdev",
+	.open = hostdev_open,
+	.close = hostdev_close,
+	.forget = hostdev_forget,
+	.classify = hostdev_classify,
+	.device_count = hostdev_device_count,
+	.device_describe = hostdev_describe,
+	.numa_node = host_numa_node,
+	.copy_to_device = host_copy,
+	.copy_to_host = host_copy,
+	.peer_copy = hostdev_peer_copy,
+	.peer_wait = hostdev_peer_wait,
+	.streams = &hostdev_streams,
 };

@@ -375,8 +375,8 @@ static void bind_context(const void *p)
 	}
 	if (cu.cuCtxGetCurrent(&cur) == 0 && cur)
 		return;
-	if (gds_accel && gds_accel->thread_attach)
-		gds_accel->thread_attach();
+	if (gds_accel && gds_accel->lanes)
+		gds_accel->lanes->thread_attach();
 }
 
 /* [buf, buf+size) at off through cuFile; base/boff address a range cuFile
