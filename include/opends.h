@@ -365,6 +365,50 @@ OPENDS_API ssize_t opends_sync_read(opends_handle_t fh, void *buf, size_t size, 
 OPENDS_API ssize_t opends_sync_write(opends_handle_t fh, const void *buf, size_t size, off_t file_offset,
 				     off_t buf_offset);
 
+/*
+ * OpenDS extension, "read once, place everywhere": read up to size bytes
+ * at file_offset once from storage and place them in each of the nbufs
+ * targets bufs[i] + buf_offsets[i] (buf_offsets NULL: all 0), e.g. the same
+ * weights on every GPU. The range is read into the first target and copied
+ * from there to the others, GPU to GPU over a peer link where the two
+ * devices have one (NVLink, PCIe peer-to-peer), else staged through host
+ * memory by the driver; host targets are allowed too. Returns the bytes
+ * read (fewer at EOF), which every target then holds byte for byte, or a
+ * negated error. Every target is checked first, as opends_sync_read checks
+ * its one; nothing is read when one is refused. Targets must not overlap.
+ * nbufs is 1 to 64.
+ * Errors: as opends_sync_read; -OPENDS_INVALID_VALUE also for bufs NULL, nbufs out of
+ * range and overlapping targets.
+ */
+OPENDS_API ssize_t opends_sync_read_fanout(opends_handle_t fh, void *const *bufs, const off_t *buf_offsets,
+					   unsigned nbufs, size_t size, off_t file_offset);
+
+/* ------------------------------------------------------------------------ */
+/* Devices                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * OpenDS extension: the devices the accelerator layer sees (0 for the host
+ * layer). Device memory of any of them may be used from any thread at the
+ * same time; the device and context of each buffer come from the pointer,
+ * whatever context is current on the calling thread (API.md, "Accelerator
+ * context — revised").
+ * Errors: OPENDS_INVALID_VALUE (count NULL), OPENDS_DRIVER_NOT_INITIALIZED.
+ */
+OPENDS_API opends_error_t opends_device_count(unsigned *count);
+
+/*
+ * OpenDS extension: one line on device `device` (0 to count - 1): its name,
+ * PCI address, link (speed and width), NUMA node, and the devices it has
+ * peer access to (NVLink-class where the link has native atomics), e.g.
+ * "cuda:0 NVIDIA H200, PCI 00000000:19:00.0, link 32.0 GT/s PCIe x16, NUMA
+ * node 0; peer cuda:1 (NVLink-class, rank 0)". Written to buf, truncated to
+ * len - 1 bytes and always terminated.
+ * Errors: OPENDS_INVALID_VALUE (device out of range, buf NULL or len 0),
+ * OPENDS_DRIVER_NOT_INITIALIZED.
+ */
+OPENDS_API opends_error_t opends_device_describe(unsigned device, char *buf, size_t len);
+
 /* ------------------------------------------------------------------------ */
 /* Async I/O: per-operation futures (no cuFile counterpart)                 */
 /* ------------------------------------------------------------------------ */

@@ -1,0 +1,283 @@
+/*
+ * test_multidev: several devices in one process, on the hostdev layer's
+ * simulated devices (OPENDS_HOSTDEV_DEVICES=4; device d >= 1 owns the
+ * addresses [HOSTDEV_BASE + d * HOSTDEV_SPAN, + HOSTDEV_SPAN), see
+ * src/accel/host/host.c), so the per-device logic runs without a GPU:
+ *  - opends_device_count / opends_device_describe;
+ *  - sync, async and batch reads into, and writes from, buffers on every
+ *    device, byte-exact against the oracle, bytes around untouched;
+ *  - streams: opends_stream_create gives streams of devices 0, 1, 2, 3 in
+ *    turn; a stream with a buffer of its device works, with a buffer of
+ *    another fails with OPENDS_CONTEXT_MISMATCH naming both devices; the
+ *    NULL stream serves a buffer on any device;
+ *  - opends_sync_read_fanout: one read placed on every device, byte-exact,
+ *    across EOF, and its argument errors;
+ *  - a bad OPENDS_HOSTDEV_DEVICES refuses the driver open.
+ */
+#include <sys/mman.h>
+
+#include "common.h"
+
+#define NDEV 4
+#define HOSTDEV_BASE ((uintptr_t)0x7e8000000000ull)
+#define HOSTDEV_SPAN ((uintptr_t)1 << 36)
+#define LEN (12 * T_MiB)
+
+static uint8_t *devmem[NDEV]; /* LEN bytes "on" each simulated device */
+static uint8_t *oracle;
+static size_t fsize;
+
+static void map_devices(void)
+{
+	devmem[0] = t_xmalloc(LEN); /* any other address is device 0 */
+	for (int d = 1; d < NDEV; d++) {
+		void *want = (void *)(HOSTDEV_BASE + (uintptr_t)d * HOSTDEV_SPAN);
+		void *p = mmap(want, LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
+			       -1, 0);
+		if (p == MAP_FAILED || p != want)
+			skip("cannot map simulated device %d's memory at %p", d, want);
+		devmem[d] = p;
+	}
+}
+
+static void devices(void)
+{
+	t_phase = "device count and describe";
+	unsigned n = 0;
+	OK(opends_device_count(&n));
+	CHECKF(n == NDEV, "opends_device_count: %u, expected %d", n, NDEV);
+	char line[256];
+	for (unsigned d = 0; d < n; d++) {
+		OK(opends_device_describe(d, line, sizeof line));
+		char want[32];
+		snprintf(want, sizeof want, "hostdev:%u ", d);
+		CHECKF(!strncmp(line, want, strlen(want)), "device %u described as \"%s\"", d, line);
+	}
+	EXPECT_ERR(opends_device_describe(n, line, sizeof line), OPENDS_INVALID_VALUE);
+	EXPECT_ERR(opends_device_describe(0, NULL, 8), OPENDS_INVALID_VALUE);
+	EXPECT_ERR(opends_device_count(NULL), OPENDS_INVALID_VALUE);
+}
+
+/* sync, async and batch on every device */
+static void families(opends_handle_t fh, const char *wpath)
+{
+	for (int d = 0; d < NDEV; d++) {
+		t_phase = "sync read per device";
+		uint8_t *m = devmem[d];
+		memset(m, T_CANARY, LEN);
+		size_t size = 3 * T_MiB + 17, boff = 4096 + (size_t)d;
+		off_t off = 1000 + d * 4097;
+		EXPECT_SSZ(opends_sync_read(fh, m, size, off, (off_t)boff), (ssize_t)size);
+		VERIFY(m + boff, oracle + off, size, "device %d sync read", d);
+		VERIFY_CANARY(m, boff, "device %d before the target", d);
+		VERIFY_CANARY(m + boff + size, 4096, "device %d after the target", d);
+
+		t_phase = "async read per device";
+		opends_async_future_t f;
+		memset(m, 0, LEN);
+		OK(opends_async_read(fh, m, 2 * T_MiB, 7 + d, 3, &f));
+		EXPECT_SSZ_ND(opends_async_await(&f), (ssize_t)(2 * T_MiB));
+		VERIFY(m + 3, oracle + 7 + d, 2 * T_MiB, "device %d async read", d);
+	}
+
+	t_phase = "one batch with an entry on every device";
+	opends_batch_t b;
+	OK(opends_batch_setup(&b, NDEV));
+	opends_io_params_t p[NDEV];
+	memset(p, 0, sizeof p);
+	for (int d = 0; d < NDEV; d++) {
+		memset(devmem[d], 0, LEN);
+		p[d].mode = OPENDS_BATCH;
+		p[d].fh = fh;
+		p[d].opcode = OPENDS_READ;
+		p[d].u.batch.buf_base = devmem[d];
+		p[d].u.batch.buf_offset = d + 1;
+		p[d].u.batch.file_offset = d * 12289;
+		p[d].u.batch.size = T_MiB + (size_t)d;
+		p[d].cookie = (void *)(uintptr_t)(d + 1);
+	}
+	OK(opends_batch_submit(b, NDEV, p, 0));
+	opends_io_events_t ev[NDEV];
+	unsigned got = 0;
+	while (got < NDEV) {
+		unsigned nr = NDEV - got;
+		OK(opends_batch_get_status(b, 1, &nr, ev + got, NULL));
+		got += nr;
+	}
+	for (int i = 0; i < NDEV; i++) {
+		size_t k = (size_t)(uintptr_t)ev[i].cookie - 1;
+		CHECKF(k < NDEV && ev[i].status == OPENDS_COMPLETE && ev[i].ret == (ssize_t)(T_MiB + k),
+		       "batch event %d (entry %zu): status %d ret %zd", i, k, (int)ev[i].status, ev[i].ret);
+	}
+	OK(opends_batch_destroy(b));
+	for (int d = 0; d < NDEV; d++)
+		VERIFY(devmem[d] + d + 1, oracle + d * 12289, T_MiB + (size_t)d, "batch entry on device %d", d);
+
+	t_phase = "writes from every device";
+	int wfd = open(wpath, O_CREAT | O_TRUNC | O_RDWR, 0644);
+	CHECK(wfd >= 0);
+	opends_handle_t wh = t_register(wfd);
+	uint8_t *want = t_xmalloc(NDEV * T_MiB);
+	for (int d = 0; d < NDEV; d++) {
+		t_fill_seed(devmem[d], 50 + (uint64_t)d, T_MiB + 5);
+		memcpy(want + (size_t)d * T_MiB, devmem[d] + 5, T_MiB);
+		EXPECT_SSZ(opends_sync_write(wh, devmem[d], T_MiB, (off_t)((size_t)d * T_MiB), 5), (ssize_t)T_MiB);
+	}
+	uint8_t *back = t_xmalloc(NDEV * T_MiB);
+	CHECK(t_pread_all(wfd, back, NDEV * T_MiB, 0) == NDEV * T_MiB);
+	VERIFY(back, want, NDEV * T_MiB, "file written from every device");
+	OK(opends_handle_deregister(wh));
+	close(wfd);
+	free(want);
+	free(back);
+}
+
+struct sargs {
+	size_t size;
+	off_t foff, boff;
+	ssize_t res;
+};
+
+static void streams(opends_handle_t fh)
+{
+	t_phase = "streams of every device";
+	opends_stream_t s[NDEV];
+	for (int d = 0; d < NDEV; d++)
+		OK(opends_stream_create(&s[d])); /* devices 0, 1, 2, 3 in turn */
+	static struct sargs a[NDEV];
+	for (int d = 0; d < NDEV; d++) {
+		memset(devmem[d], 0, LEN);
+		a[d] = (struct sargs){ 5 * T_MiB + 3, 333 * (off_t)d, 11, -1 };
+		OK(opends_stream_read(fh, devmem[d], &a[d].size, &a[d].foff, &a[d].boff, &a[d].res, s[d]));
+	}
+	for (int d = 0; d < NDEV; d++) {
+		OK(opends_stream_synchronize(s[d]));
+		CHECKF(a[d].res == (ssize_t)(5 * T_MiB + 3), "stream of device %d: bytes_read %zd", d, a[d].res);
+		VERIFY(devmem[d] + 11, oracle + 333 * d, 5 * T_MiB + 3, "stream read on device %d", d);
+	}
+
+	t_phase = "a stream of one device with a buffer of another";
+	for (int d = 0; d < NDEV; d++) {
+		int other = (d + 1) % NDEV;
+		struct sargs x = { 4096, 0, 0, -7 };
+		EXPECT_ERR(opends_stream_read(fh, devmem[other], &x.size, &x.foff, &x.boff, &x.res, s[d]),
+			   OPENDS_CONTEXT_MISMATCH);
+		char w1[32], w2[32];
+		snprintf(w1, sizeof w1, "device %d", d);
+		snprintf(w2, sizeof w2, "device %d", other);
+		const char *det = t_detail();
+		CHECKF(strstr(det, w1) && strstr(det, w2), "the detail \"%s\" does not name both devices", det);
+		CHECKF(x.res == -7, "a refused operation wrote bytes_read (%zd)", x.res);
+		EXPECT_ERR(opends_stream_write(fh, devmem[other], &x.size, &x.foff, &x.boff, &x.res, s[d]),
+			   OPENDS_CONTEXT_MISMATCH);
+	}
+
+	t_phase = "the NULL stream serves every device";
+	for (int d = 0; d < NDEV; d++) {
+		memset(devmem[d], 0, LEN);
+		a[d] = (struct sargs){ T_MiB + 1, 4096 * (off_t)d + 1, 0, -1 };
+		OK(opends_stream_read(fh, devmem[d], &a[d].size, &a[d].foff, &a[d].boff, &a[d].res, NULL));
+	}
+	OK(opends_stream_synchronize(NULL));
+	for (int d = 0; d < NDEV; d++) {
+		CHECKF(a[d].res == (ssize_t)(T_MiB + 1), "NULL stream, device %d: bytes_read %zd", d, a[d].res);
+		VERIFY(devmem[d], oracle + 4096 * d + 1, T_MiB + 1, "NULL stream read on device %d", d);
+	}
+	for (int d = 0; d < NDEV; d++)
+		OK(opends_stream_destroy(s[d]));
+}
+
+static void fanout(opends_handle_t fh)
+{
+	t_phase = "read once, place on every device";
+	void *bufs[NDEV];
+	off_t boffs[NDEV];
+	const size_t sizes[] = { 1, 4097, 3 * T_MiB + 11, 9 * T_MiB };
+	for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+		size_t size = sizes[k];
+		off_t off = (off_t)(k * 12345);
+		for (int d = 0; d < NDEV; d++) {
+			memset(devmem[d], T_CANARY, LEN);
+			bufs[d] = devmem[(d + (int)k) % NDEV]; /* each device first in turn */
+			boffs[d] = 100 + d;
+		}
+		EXPECT_SSZ(opends_sync_read_fanout(fh, bufs, boffs, NDEV, size, off), (ssize_t)size);
+		for (int d = 0; d < NDEV; d++) {
+			uint8_t *m = bufs[d];
+			VERIFY(m + boffs[d], oracle + off, size, "fan-out of %zu bytes, target %d", size, d);
+			VERIFY_CANARY(m, (size_t)boffs[d], "before fan-out target %d", d);
+			VERIFY_CANARY(m + boffs[d] + size, 4096, "after fan-out target %d", d);
+		}
+	}
+
+	t_phase = "fan-out across EOF and past it";
+	for (int d = 0; d < NDEV; d++) {
+		memset(devmem[d], T_CANARY, LEN);
+		bufs[d] = devmem[d];
+	}
+	size_t want = 1000;
+	EXPECT_SSZ(opends_sync_read_fanout(fh, bufs, NULL, NDEV, 8192, (off_t)(fsize - want)), (ssize_t)want);
+	for (int d = 0; d < NDEV; d++) {
+		VERIFY(devmem[d], oracle + fsize - want, want, "fan-out across EOF, target %d", d);
+		VERIFY_CANARY(devmem[d] + want, 8192, "past EOF, target %d", d);
+	}
+	EXPECT_SSZ(opends_sync_read_fanout(fh, bufs, NULL, NDEV, 100, (off_t)fsize + 5), 0);
+	EXPECT_SSZ(opends_sync_read_fanout(fh, bufs, NULL, 1, T_MiB, 3), (ssize_t)T_MiB);
+	VERIFY(devmem[0], oracle + 3, T_MiB, "fan-out to one target");
+
+	t_phase = "fan-out argument errors";
+	EXPECT_SSZ(opends_sync_read_fanout(fh, NULL, NULL, 2, 10, 0), -OPENDS_INVALID_VALUE);
+	EXPECT_SSZ(opends_sync_read_fanout(fh, bufs, NULL, 0, 10, 0), -OPENDS_INVALID_VALUE);
+	EXPECT_SSZ(opends_sync_read_fanout(fh, bufs, NULL, 65, 10, 0), -OPENDS_INVALID_VALUE);
+	void *ovl[2] = { devmem[1], devmem[1] + 100 };
+	memset(devmem[1], T_CANARY, 4096);
+	EXPECT_SSZ(opends_sync_read_fanout(fh, ovl, NULL, 2, 200, 0), -OPENDS_INVALID_VALUE);
+	VERIFY_CANARY(devmem[1], 4096, "refused fan-out wrote nothing");
+	off_t neg[2] = { 0, -1 };
+	void *two[2] = { devmem[2], devmem[3] };
+	EXPECT_SSZ(opends_sync_read_fanout(fh, two, neg, 2, 10, 0), -OPENDS_INVALID_VALUE);
+	void *withnull[2] = { devmem[2], NULL };
+	EXPECT_SSZ(opends_sync_read_fanout(fh, withnull, NULL, 2, 10, 0), -OPENDS_INVALID_VALUE);
+	EXPECT_SSZ(opends_sync_read_fanout(NULL, two, NULL, 2, 10, 0), -OPENDS_INVALID_VALUE); /* as opends_sync_read */
+}
+
+int main(void)
+{
+	t_watchdog(240);
+	setenv("OPENDS_ACCEL", "hostdev", 1);
+
+	t_phase = "a bad OPENDS_HOSTDEV_DEVICES";
+	setenv("OPENDS_HOSTDEV_DEVICES", "9", 1);
+	EXPECT_ERR(opends_driver_open(), OPENDS_INVALID_VALUE);
+	setenv("OPENDS_HOSTDEV_DEVICES", "2x", 1);
+	EXPECT_ERR(opends_driver_open(), OPENDS_INVALID_VALUE);
+
+	setenv("OPENDS_HOSTDEV_DEVICES", "4", 1);
+	map_devices();
+	t_driver_open();
+	printf("backend %s\n", opends_driver_backend());
+	char path[PATH_MAX], wpath[PATH_MAX];
+	t_path(path, sizeof path, "multidev.bin");
+	t_path(wpath, sizeof wpath, "multidev_w.bin");
+	fsize = 10 * T_MiB + 1234;
+	t_write_pattern_file(path, fsize, hashpat);
+	oracle = t_oracle(fsize, hashpat);
+	int fd = open(path, O_RDONLY);
+	CHECK(fd >= 0);
+	opends_handle_t fh = t_register(fd);
+
+	devices();
+	families(fh, wpath);
+	streams(fh);
+	fanout(fh);
+
+	OK(opends_handle_deregister(fh));
+	close(fd);
+	OK(opends_driver_close());
+	for (int d = 1; d < NDEV; d++)
+		munmap(devmem[d], LEN);
+	free(devmem[0]);
+	free(oracle);
+	printf("OK\n");
+	return 0;
+}
