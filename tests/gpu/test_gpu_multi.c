@@ -166,7 +166,7 @@ static void pair(opends_handle_t fh, int c, int b)
 	CU(ods_cu.cuStreamCreate(&sc, CU_STREAM_NON_BLOCKING)); /* device c's */
 	struct sargs x = { 4096, 0, 0, -7 };
 	EXPECT_ERR(opends_stream_read(fh, buf, &x.size, &x.foff, &x.boff, &x.res, sc), OPENDS_CONTEXT_MISMATCH);
-	char w1[16], w2[16];
+	char w1[24], w2[24];
 	snprintf(w1, sizeof w1, "cuda:%d", c);
 	snprintf(w2, sizeof w2, "cuda:%d", b);
 	CHECKF(strstr(t_detail(), w1) && strstr(t_detail(), w2), "detail \"%s\" does not name both devices", t_detail());
