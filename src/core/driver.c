@@ -83,6 +83,7 @@ static void after_fork_child(void)
 	ods_streams_forget();
 	ods_posix_forget();
 	ods_sources_forget();
+	ods_pinned_forget();
 	memset(&ods_drv, 0, sizeof(ods_drv));
 	atomic_store_explicit(&ods_inflight, 0, memory_order_relaxed);
 }

@@ -345,6 +345,7 @@ int ods_copy_checked(void *dst, const void *src, size_t n);
 size_t ods_pinned_budget(const struct ods_config *cfg); /* the budget in bytes */
 bool ods_pinned_reserve(size_t n); /* false: it would not fit */
 void ods_pinned_release(size_t n);
+void ods_pinned_forget(void); /* the child of fork: no engine, nothing reserved */
 
 /* The POSIX read/write path (src/core/posix_io.c): io on the calling
  * thread with pread/pwrite, any size and offset, O_DIRECT or not; device

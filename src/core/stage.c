@@ -103,6 +103,11 @@ void ods_pinned_release(size_t n)
 	atomic_fetch_sub(&pinned_reserved, n);
 }
 
+void ods_pinned_forget(void)
+{
+	atomic_store(&pinned_reserved, 0);
+}
+
 /* ---- request accounting ------------------------------------------------- */
 
 static void note_err(struct ods_stage_req *r, long e)
