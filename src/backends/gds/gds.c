@@ -359,24 +359,44 @@ static ssize_t from_cufile(ssize_t r, int err)
 
 /* cuFile needs a current context for device memory; the pool's workers
  * have none: give them the library's (the accelerator layer's
- * thread_attach), else the one the pointer belongs to. */
-static void bind_context(const void *p)
+ * thread_attach), else the one the pointer belongs to. The buffer's own
+ * context is made current only for the call: on the caller's thread (the
+ * synchronous path runs there) the caller's context comes back after it
+ * (API.md: a thread's current context is never changed by the library). */
+struct ctx_saved {
+	bool set;   /* true: put prev back */
+	void *prev; /* the context current before (NULL: none) */
+};
+
+static struct ctx_saved bind_context(const void *p)
 {
+	struct ctx_saved s = { false, NULL };
 	if (!cu.cuCtxGetCurrent)
-		return;
+		return s;
 	/* The buffer's own context first: with several GPUs, the context
 	 * current on this thread (or the one thread_attach makes current)
 	 * may be another device's. */
 	void *ctx = NULL, *cur = NULL;
 	if (cu.cuPointerGetAttribute(&ctx, CU_POINTER_ATTRIBUTE_CONTEXT, (unsigned long long)(uintptr_t)p) == 0 && ctx) {
-		if (cu.cuCtxGetCurrent(&cur) != 0 || cur != ctx)
-			cu.cuCtxSetCurrent(ctx);
-		return;
+		if (cu.cuCtxGetCurrent(&cur) != 0)
+			cur = NULL;
+		if (cur != ctx && cu.cuCtxSetCurrent(ctx) == 0) {
+			s.set = true;
+			s.prev = cur;
+		}
+		return s;
 	}
 	if (cu.cuCtxGetCurrent(&cur) == 0 && cur)
-		return;
+		return s;
 	if (gds_accel && gds_accel->lanes)
 		gds_accel->lanes->thread_attach();
+	return s;
+}
+
+static void unbind_context(struct ctx_saved s)
+{
+	if (s.set)
+		cu.cuCtxSetCurrent(s.prev);
 }
 
 /* [buf, buf+size) at off through cuFile; base/boff address a range cuFile
@@ -419,13 +439,9 @@ static ssize_t posix_piece(const struct ods_io *io, size_t skip, size_t size)
 	return ods_posix_rw(&sub);
 }
 
-static ssize_t gds_rw(struct ods_io *io)
+/* device memory through cuFile, with the buffer's context current */
+static ssize_t cufile_path_rw(struct ods_io *io, struct gds_handle *g)
 {
-	struct gds_handle *g = io->fh->be;
-	if (io->mem != ODS_MEM_DEVICE || !g || g->path != PATH_CUFILE)
-		return ods_posix_rw(io);
-
-	bind_context(io->buf);
 	/* a range registered with cuFile must be named by its base */
 	char *base = io->buf;
 	off_t boff = 0;
@@ -464,6 +480,17 @@ static ssize_t gds_rw(struct ods_io *io)
 	return (ssize_t)io->size;
 }
 
+static ssize_t gds_rw(struct ods_io *io)
+{
+	struct gds_handle *g = io->fh->be;
+	if (io->mem != ODS_MEM_DEVICE || !g || g->path != PATH_CUFILE)
+		return ods_posix_rw(io);
+	struct ctx_saved s = bind_context(io->buf);
+	ssize_t n = cufile_path_rw(io, g);
+	unbind_context(s);
+	return n;
+}
+
 /* ---- hooks the core does not call yet (gds.h) ----------------------------- */
 
 int ods_gds_buf_register(void *p, size_t n, enum ods_mem_kind k, void **priv)
@@ -471,9 +498,10 @@ int ods_gds_buf_register(void *p, size_t n, enum ods_mem_kind k, void **priv)
 	*priv = NULL;
 	if (k != ODS_MEM_DEVICE || !gs.drv_open)
 		return 0;
-	bind_context(p);
+	struct ctx_saved s = bind_context(p);
 	if (cf.cuFileBufRegister(p, n, 0).err == CU_FILE_SUCCESS)
 		*priv = (void *)1;
+	unbind_context(s);
 	return 0;
 }
 
