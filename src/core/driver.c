@@ -84,6 +84,10 @@ static void after_fork_child(void)
 	ods_posix_forget();
 	ods_sources_forget();
 	ods_pinned_forget();
+	/* the accelerator's streams and threads (hostdev, CUDA) too: their
+	 * locks may be held by a parent thread that does not exist here */
+	if (ods_drv.accel && ods_drv.accel->forget)
+		ods_drv.accel->forget();
 	memset(&ods_drv, 0, sizeof(ods_drv));
 	atomic_store_explicit(&ods_inflight, 0, memory_order_relaxed);
 }
