@@ -35,7 +35,7 @@ build() {
 	case $1 in
 	fuzz_config) "$clang" "${flags[@]}" "$src/tests/fuzz/fuzz_config.c" "$src/src/core/config.c" \
 		"$src/src/core/errors.c" -o "$work/fuzz_config" ;;
-	fuzz_api) "$clang" "${flags[@]}" "$src/tests/fuzz/fuzz_api.c" "$src"/src/core/*.c \
+	fuzz_api) "$clang" "${flags[@]}" "$src/tests/fuzz/fuzz_api.c" "$src"/src/core/*.c "$src"/src/sources/*.c \
 		"$src/src/accel/host/host.c" "$src/src/backends/ref/ref.c" -lpthread -ldl -o "$work/fuzz_api" ;;
 	*) echo "unknown target $1"; return 1 ;;
 	esac
