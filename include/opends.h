@@ -227,6 +227,11 @@ OPENDS_API const char *opends_last_error_detail(void);
  *                       open fails with OPENDS_DRIVER_INVALID_PROPS and a
  *                       detail naming the variables. Without a GPU the
  *                       staging is mapped as it is first needed.
+ *   OPENDS_INLINE_MAX   bytes, 0..1g (suffixes as above): a synchronous read
+ *                       of at most this many bytes runs on the calling
+ *                       thread, with no hand-off to a worker (uring;
+ *                       default 64k; 0: never). ref and gds always run
+ *                       synchronous calls on the calling thread.
  *   OPENDS_CPU_MASK     hex mask of CPUs for the workers (worker i on set
  *                       bit i mod popcount); 0 or unset = scheduler decides.
  *   OPENDS_IDLE_SPIN    µs an idle worker spins before sleeping, 0..1000000,

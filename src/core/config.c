@@ -127,6 +127,16 @@ static bool p_pinned(struct ods_config *c, const char *s)
 	return true;
 }
 
+static bool p_inline(struct ods_config *c, const char *s)
+{
+	uint64_t v;
+	if (!parse_size(s, 1ull << 30, &v))
+		return false;
+	c->inline_max = (size_t)v;
+	c->inline_set = true;
+	return true;
+}
+
 static bool p_mask(struct ods_config *c, const char *s)
 {
 	return parse_u64(s, &c->cpu_mask, true);
@@ -172,6 +182,7 @@ static const struct {
 	{ "OPENDS_CHUNK_SIZE", "a size from 4k to 1g that is a multiple of 4096 (suffix k, m or g, either case; no leading zeros)",
 	  p_chunk },
 	{ "OPENDS_MAX_PINNED", "a size from 1m to 1024g (suffix k, m or g allowed)", p_pinned },
+	{ "OPENDS_INLINE_MAX", "a size from 0 to 1g (suffix k, m or g allowed)", p_inline },
 	{ "OPENDS_CPU_MASK", "a hexadecimal CPU mask of at most 64 bits, e.g. 0xf0", p_mask },
 	{ "OPENDS_IDLE_SPIN", "microseconds from 0 to 1000000, or busy", p_spin },
 	{ "OPENDS_ASSUME_ALIGNED_ONLY", "0 or 1", p_aligned },

@@ -143,10 +143,17 @@ static void sync_done(struct ods_io *io)
 
 ssize_t ods_io_run(struct ods_io *io)
 {
-	if (io->fh->src && ods_drv.be == &ods_backend_ref)
+	const struct ods_backend *be = ods_drv.be;
+	if (io->fh->src && be == &ods_backend_ref)
 		return ods_source_run(io); /* the oracle runs sources synchronously */
-	if (ods_drv.be->rw && !io->fh->src)
-		return ods_drv.be->rw(io);
+	if (be->rw && !io->fh->src)
+		return be->rw(io);
+	if (be->rw_inline && !io->fh->src &&
+	    io->size <= (ods_drv.cfg.inline_set ? ods_drv.cfg.inline_max : be->inline_default)) {
+		ssize_t r = be->rw_inline(io);
+		if (r != ODS_NOT_INLINE)
+			return r;
+	}
 	atomic_uint state = W_PENDING;
 	io->owner = &state;
 	io->done = sync_done;

@@ -21,6 +21,8 @@ struct ods_config {
 	uint64_t cpu_mask;    /* 0: no pinning */
 	long idle_spin_us;    /* -1: never sleep ("busy"); -2: unset */
 	size_t max_pinned;    /* staging memory budget in bytes; 0: default (ods_pinned_budget) */
+	bool inline_set;      /* OPENDS_INLINE_MAX was given; else the backend's default */
+	size_t inline_max;    /* synchronous requests up to this run on the caller (0: none) */
 	bool aligned_only;
 };
 

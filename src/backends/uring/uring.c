@@ -160,24 +160,30 @@ struct ods_cachestat {
 	uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
 };
 
-/* Every page of [c0, c1) that exists in the file is in the page cache. */
-static bool range_cached(const struct ods_stage_req *r, off_t c0, off_t c1)
+/* Every page of [c0, c1) that exists in the file (of fsize bytes; -1:
+ * unknown, then every page of the range counts) is in the page cache. */
+static bool fd_cached(int fd, off_t c0, off_t c1, off_t fsize)
 {
-	if (atomic_load_explicit(&U.no_cachestat, memory_order_relaxed) || r->fsize < 0)
+	if (atomic_load_explicit(&U.no_cachestat, memory_order_relaxed))
 		return false;
 	off_t p0 = c0 & ~((off_t)U.page - 1);
-	off_t p1 = (c1 < r->fsize ? c1 : r->fsize);
+	off_t p1 = (fsize >= 0 && fsize < c1 ? fsize : c1);
 	p1 = (p1 + U.page - 1) & ~((off_t)U.page - 1);
 	if (p1 <= p0)
 		return true; /* nothing to read: the buffered read returns 0 at once */
 	struct ods_cachestat_range rg = { (uint64_t)p0, (uint64_t)(p1 - p0) };
 	struct ods_cachestat cs;
-	if (syscall(__NR_cachestat, FD_BUF(r), &rg, &cs, 0) != 0) {
+	if (syscall(__NR_cachestat, fd, &rg, &cs, 0) != 0) {
 		if (errno == ENOSYS)
 			atomic_store_explicit(&U.no_cachestat, true, memory_order_relaxed);
 		return false;
 	}
 	return cs.nr_cache >= rg.len / (uint64_t)U.page;
+}
+
+static bool range_cached(const struct ods_stage_req *r, off_t c0, off_t c1)
+{
+	return r->fsize >= 0 && fd_cached(FD_BUF(r), c0, c1, r->fsize);
 }
 
 /* ---- the chunk's I/O -------------------------------------------------------- */
@@ -581,6 +587,54 @@ static const struct ods_mover uring_mover = {
 	.wake = ring_wake,
 };
 
+/* ---- small synchronous reads on the caller's thread -------------------------- */
+
+/* A read of at most OPENDS_INLINE_MAX bytes fits one chunk, so the
+ * engine would run it on one worker with nothing to overlap: the hand-offs
+ * to the worker and back (an eventfd write or a spinning worker, then a
+ * futex wake-up of the caller) are pure cost. 2-core development VM under
+ * heavy load, hot page cache, one caller, p50 engine -> inline: 4 KiB
+ * 7-10 -> 1.7-2.0 us (host and simulated device memory), 64 KiB 25-45 ->
+ * 15-17 us; at 256 KiB the runs were too noisy to tell, and device memory
+ * then pays a fresh bounce per call (page faults). So 64 KiB, to be
+ * confirmed on the H200 (OPENDS_INLINE_MAX 16k..1m into GPU memory).
+ * Writes keep the engine (partial blocks, FUSE, durability rules live
+ * there). */
+#define DEF_INLINE ((size_t)64 << 10)
+
+static ssize_t inline_pread(struct ods_io *io, int fd)
+{
+	if (io->mem == ODS_MEM_HOST)
+		return ods_pread_full(fd, io->buf, io->size, io->off);
+	char *b = ods_aligned_alloc(io->size);
+	if (!b)
+		return -ENOMEM;
+	ssize_t n = ods_pread_full(fd, b, io->size, io->off);
+	if (n > 0) {
+		int rc = ods_drv.accel->copy_to_device(io->buf, b, (size_t)n);
+		if (rc)
+			n = -rc;
+	}
+	free(b);
+	return n;
+}
+
+static ssize_t uring_inline(struct ods_io *io)
+{
+	if (io->opcode != OPENDS_READ)
+		return ODS_NOT_INLINE;
+	struct ods_handle *h = io->fh;
+	/* a buffered fd: one pread, no twin opened, no stat */
+	if (!h->direct)
+		return inline_pread(io, h->fd);
+	/* O_DIRECT: a cached range is read buffered through the twin, as a
+	 * worker would; the rest by the POSIX path (O_DIRECT, alignment) */
+	int fd = ods_handle_fd_buffered(h);
+	if (fd >= 0 && fd_cached(fd, io->off, io->off + (off_t)io->size, -1))
+		return inline_pread(io, fd);
+	return ods_posix_rw(io);
+}
+
 /* ---- the backend ----------------------------------------------------------- */
 
 static void uring_submit(struct ods_io *io, bool may_block)
@@ -652,5 +706,7 @@ const struct ods_backend ods_backend_uring = {
 	.open = uring_open,
 	.close = uring_close,
 	.submit = uring_submit,
+	.rw_inline = uring_inline,
+	.inline_default = DEF_INLINE,
 	.describe = uring_describe,
 };
