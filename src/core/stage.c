@@ -45,7 +45,8 @@ struct ods_stage {
 	pthread_mutex_t lock;
 	pthread_cond_t room;
 	struct ods_stage_req *head, *tail;
-	unsigned nreq, cap;
+	unsigned nreq, cap;  /* requests queued; at most this many ... */
+	size_t qbytes, cap_bytes; /* ... unless their bytes stay below this */
 	atomic_uint queued;  /* requests with chunks left; for the sleep handshake */
 	atomic_uint wake_rr; /* where the next wake-up scan starts */
 	atomic_bool stop;
@@ -231,8 +232,9 @@ static void pop_head(struct ods_stage *s)
 	if (!s->head)
 		s->tail = NULL;
 	s->nreq--;
+	s->qbytes -= r->weight;
 	atomic_fetch_sub(&s->queued, 1);
-	pthread_cond_signal(&s->room);
+	pthread_cond_broadcast(&s->room);
 }
 
 /* Take the next chunk of the oldest request for w. Returns the request
@@ -764,7 +766,12 @@ void ods_stage_submit(struct ods_stage *s, struct ods_io *io, bool may_block)
 	size_t chunks = chunk_count(s, r);
 
 	pthread_mutex_lock(&s->lock);
-	while (may_block && s->nreq >= s->cap)
+	/* Back-pressure counts requests and bytes: many small requests (a
+	 * batch of 4096 small files) queue without blocking their submitter
+	 * while their bytes stay below what the workers keep in flight, and
+	 * large ones still wait at threads x depth requests. */
+	r->weight = (size_t)(r->end - io->off) < ODS_ALIGN ? ODS_ALIGN : (size_t)(r->end - io->off);
+	while (may_block && s->nreq >= s->cap && s->qbytes + r->weight > s->cap_bytes)
 		pthread_cond_wait(&s->room, &s->lock);
 	/* A worker's share of this request grows with the requests queued
 	 * before it: alone, it is spread over every worker; behind others
@@ -778,6 +785,7 @@ void ods_stage_submit(struct ods_stage *s, struct ods_io *io, bool may_block)
 		s->head = r;
 	s->tail = r;
 	s->nreq++;
+	s->qbytes += r->weight;
 	atomic_fetch_add(&s->queued, 1);
 	pthread_mutex_unlock(&s->lock);
 	wake_workers(s, chunks < s->p.threads ? (unsigned)chunks : s->p.threads);
@@ -846,6 +854,7 @@ int ods_stage_open(struct ods_stage **out, const struct ods_stage_params *p, con
 	s->reserved = reserved;
 	p = &s->p;
 	s->cap = p->threads * p->depth;
+	s->cap_bytes = (size_t)s->cap * p->chunk;
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->room, NULL);
 	pthread_cond_init(&s->ready_cv, NULL);

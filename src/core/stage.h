@@ -66,6 +66,7 @@ struct ods_stage_req {
 	off_t pos;              /* next byte to hand out (queue lock) */
 	bool started;           /* a chunk was handed out (cancel no longer applies) */
 	unsigned share;         /* chunks one worker may hold at once */
+	size_t weight;          /* bytes it counts for in the queue's back-pressure */
 	atomic_uint pending;    /* chunks running + 1 while chunks are left */
 	atomic_llong short_at;  /* lowest offset where data ended (EOF) */
 	atomic_long err;        /* first error, negated; 0 none */
@@ -105,7 +106,8 @@ struct ods_stage_unit {
  * `chunk` bytes of the caller's (a read's covering aligned blocks also fit
  * a slot: read chunks end at align_down(c0) + chunk), so the bytes in flight
  * are at most threads x depth x chunk; the FIFO in front holds at most
- * threads x depth requests.
+ * threads x depth requests, or more while their bytes stay below
+ * threads x depth x chunk.
  *
  * Completion, two ways:
  *   - on the worker thread (a ring reaped in reap()): call
