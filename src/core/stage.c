@@ -7,57 +7,11 @@
 #include <linux/futex.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "stage.h"
-
-enum { U_FREE, U_HELD, U_IO, U_COPY }; /* U_HELD: the engine's, between stages */
-
-struct ods_stage_worker {
-	struct ods_stage *s;
-	pthread_t tid;
-	unsigned idx;
-	void *ctx;           /* the mover's */
-	atomic_int sleeping; /* blocked and able to take work */
-	atomic_uint wake_seq; /* the engine's own wait (movers without wait) */
-	struct ods_stage_unit *units, *free_list;
-	unsigned nfree, nio, ncopy;
-	char *block;                  /* every slot at once (accelerators that pin) */
-	bool block_pinned;
-	struct ods_stage_req *held_r; /* the request this worker last took chunks of, */
-	unsigned held_n;              /* and how many of them it holds */
-	bool declined;                /* left the head request to other workers */
-	void *lane;                   /* accelerator copy lane, or NULL: recorded copies */
-	struct ods_stage_unit *_Atomic posted; /* completions from other threads */
-};
-
-struct ods_stage {
-	const struct ods_mover *mv;
-	const struct ods_accel *accel;
-	const struct ods_config *cfg;
-	struct ods_stage_params p;
-	size_t reserved;     /* bytes of the staging budget held */
-	unsigned started;
-	struct ods_stage_worker *w;
-	pthread_mutex_t lock;
-	pthread_cond_t room;
-	struct ods_stage_req *head, *tail;
-	unsigned nreq, cap;  /* requests queued; at most this many ... */
-	size_t qbytes, cap_bytes; /* ... unless their bytes stay below this */
-	atomic_uint queued;  /* requests with chunks left; for the sleep handshake */
-	atomic_uint wake_rr; /* where the next wake-up scan starts */
-	atomic_bool stop;
-	unsigned ready;      /* workers done setting up (lock) */
-	pthread_cond_t ready_cv;
-};
-
-static bool async_copies(const struct ods_accel *a)
-{
-	return a->lanes != NULL;
-}
+#include "stage_int.h"
 
 void *ods_stage_ctx(const struct ods_stage_unit *u)
 {
@@ -67,46 +21,6 @@ void *ods_stage_ctx(const struct ods_stage_unit *u)
 const struct ods_stage_params *ods_stage_params(const struct ods_stage *s)
 {
 	return &s->p;
-}
-
-/* ---- the staging memory budget ----------------------------------------------- */
-
-static atomic_size_t pinned_reserved;
-
-size_t ods_pinned_budget(const struct ods_config *cfg)
-{
-	if (cfg->max_pinned)
-		return cfg->max_pinned;
-	/* a quarter of the memory: the defaults (8 workers x 16 x 1 MiB, plus
-	 * stream staging) use a small part of it on any machine the library is
-	 * for, the largest chunk (1 GiB) still fits once per worker on a 16 GiB
-	 * machine, and settings that ask for more get a smaller depth or are
-	 * refused at open instead of pinning memory the machine does not have */
-	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-	size_t ram = pages > 0 && page > 0 ? (size_t)pages * (size_t)page : (size_t)8 << 30;
-	size_t b = ram / 4;
-	return b < ((size_t)256 << 20) ? (size_t)256 << 20 : b;
-}
-
-bool ods_pinned_reserve(size_t n)
-{
-	size_t budget = ods_pinned_budget(&ods_drv.cfg);
-	size_t cur = atomic_load(&pinned_reserved);
-	do {
-		if (n > budget || cur > budget - n)
-			return false;
-	} while (!atomic_compare_exchange_weak(&pinned_reserved, &cur, cur + n));
-	return true;
-}
-
-void ods_pinned_release(size_t n)
-{
-	atomic_fetch_sub(&pinned_reserved, n);
-}
-
-void ods_pinned_forget(void)
-{
-	atomic_store(&pinned_reserved, 0);
 }
 
 /* ---- request accounting ------------------------------------------------- */
@@ -289,111 +203,6 @@ static struct ods_stage_req *take_chunk(struct ods_stage_worker *w, off_t *c0, o
 	}
 }
 
-/* ---- slots and copies ---------------------------------------------------- */
-
-/* Slots: with an accelerator that pins memory, every slot of a worker is
- * allocated and pinned when it starts (pinning later, while a caller's
- * stream waits on an operation of ours, could meet an implicit device
- * synchronisation). Otherwise each slot is mapped when a unit first needs
- * one, so a small read costs one chunk, not depth x chunk. A slot that
- * cannot be had fails that chunk with -ENOMEM only: the next one tries
- * again. ods_stage_open keeps threads x depth x chunk within the budget. */
-static void slot_set(struct ods_stage_unit *u, char *p)
-{
-	const struct ods_mover *m = u->w->s->mv;
-	u->slot_mem = p;
-	if (m->slot_added)
-		m->slot_added(u->w->ctx, u->idx, p, u->w->s->p.chunk);
-}
-
-static void block_alloc(struct ods_stage_worker *w)
-{
-	struct ods_stage *s = w->s;
-	size_t n = (size_t)s->p.depth * s->p.chunk;
-	char *p = s->accel->mem->pinned_alloc(n);
-	w->block_pinned = p != NULL;
-	if (!p) {
-		/* pinning failed: plain pages still work, the accelerator's
-		 * copies from them are just slower */
-		void *m = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		p = m == MAP_FAILED ? NULL : m;
-	}
-	if (!p)
-		return; /* slots then come one by one, on first use */
-	w->block = p;
-	for (unsigned i = 0; i < s->p.depth; i++)
-		slot_set(&w->units[i], p + (size_t)i * s->p.chunk);
-}
-
-static void slots_free(struct ods_stage_worker *w)
-{
-	struct ods_stage *s = w->s;
-	size_t chunk = s->p.chunk;
-	if (s->mv->slots_removed)
-		s->mv->slots_removed(w->ctx);
-	if (w->block) {
-		if (w->block_pinned)
-			s->accel->mem->pinned_free(w->block, (size_t)s->p.depth * chunk);
-		else
-			munmap(w->block, (size_t)s->p.depth * chunk);
-		w->block = NULL;
-	} else {
-		for (unsigned i = 0; i < s->p.depth; i++)
-			if (w->units[i].slot_mem)
-				munmap(w->units[i].slot_mem, chunk);
-	}
-	for (unsigned i = 0; i < s->p.depth; i++)
-		w->units[i].slot_mem = NULL;
-}
-
-char *ods_stage_slot(struct ods_stage_unit *u)
-{
-	if (!u->slot_mem) {
-		void *m = mmap(NULL, u->w->s->p.chunk, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (m == MAP_FAILED)
-			return NULL;
-		slot_set(u, m);
-	}
-	return u->slot_mem;
-}
-
-/* Start the copy of a unit; completion is asked with copy_poll. */
-static int copy_start(struct ods_stage_unit *u, void *dst, const void *src, size_t n, bool to_dev)
-{
-	struct ods_stage_worker *w = u->w;
-	const struct ods_accel_lanes *a = w->s->accel->lanes;
-	if (w->lane) {
-		int rc = to_dev ? a->copy_to_device_async(w->lane, dst, src, n)
-				: a->copy_to_host_async(w->lane, dst, src, n);
-		return rc ? rc : a->fence_record(w->lane, u->idx);
-	}
-	u->cp_dst = dst;
-	u->cp_src = src;
-	u->cp_n = n;
-	u->cp_to_dev = to_dev;
-	u->cp_polls = 0;
-	return 0;
-}
-
-/* 1 done, 0 not yet, or a negated OPENDS_* code. */
-static int copy_poll(struct ods_stage_unit *u, bool wait)
-{
-	struct ods_stage_worker *w = u->w;
-	const struct ods_accel *acc = w->s->accel;
-	const struct ods_accel_lanes *a = acc->lanes;
-	if (w->lane) {
-		if (!wait)
-			return a->fence_query(w->lane, u->idx);
-		int rc = a->fence_wait(w->lane, u->idx);
-		return rc ? rc : 1;
-	}
-	if (!wait && u->cp_polls++ == 0)
-		return 0; /* see the header: the pipeline must cope with "not yet" */
-	int rc = u->cp_to_dev ? acc->copy_to_device(u->cp_dst, u->cp_src, u->cp_n)
-			      : acc->copy_to_host(u->cp_dst, u->cp_src, u->cp_n);
-	return rc ? -rc : 1;
-}
-
 /* ---- the unit state machine ------------------------------------------------ */
 
 static void unit_free(struct ods_stage_unit *u)
@@ -428,7 +237,7 @@ void ods_stage_end(struct ods_stage_unit *u, long res)
 
 static void start_copy_stage(struct ods_stage_unit *u, void *dst, const void *src, size_t n, bool to_dev)
 {
-	int rc = copy_start(u, dst, src, n, to_dev);
+	int rc = ods_stage_copy_start(u, dst, src, n, to_dev);
 	if (rc) {
 		ods_stage_end(u, -rc);
 		return;
@@ -578,7 +387,7 @@ static bool poll_copies(struct ods_stage_worker *w, bool wait_one)
 		struct ods_stage_unit *u = &w->units[i];
 		if (u->state != U_COPY)
 			continue;
-		int q = copy_poll(u, wait_one && !any);
+		int q = ods_stage_copy_poll(u, wait_one && !any);
 		if (q == 0)
 			continue;
 		any = true;
@@ -652,14 +461,14 @@ static void *worker_main(void *arg)
 	ods_pin_worker(s->cfg, w->idx);
 	/* Without a context the lane cannot be made; copies then run
 	 * synchronously (recorded), which is slower but correct. */
-	if (async_copies(a) && a->lanes->thread_attach() == 0)
+	if (ods_stage_async_copies(a) && a->lanes->thread_attach() == 0)
 		w->lane = a->lanes->lane_create(s->p.depth);
 	/* With a real accelerator, pin the slots now: registering memory
 	 * later, while a caller's stream waits on an operation of ours, could
 	 * meet an implicit device synchronisation; and the first transfer
 	 * should not pay for it. Without one, slots come on first use. */
 	if (a->mem)
-		block_alloc(w);
+		ods_stage_block_alloc(w);
 	pthread_mutex_lock(&s->lock);
 	s->ready++;
 	pthread_cond_broadcast(&s->ready_cv);
@@ -719,7 +528,7 @@ static void *worker_main(void *arg)
 		atomic_store(&w->sleeping, 0);
 		spinning = false;
 	}
-	slots_free(w);
+	ods_stage_slots_free(w);
 	if (w->lane)
 		a->lanes->lane_destroy(w->lane);
 	w->lane = NULL;
@@ -813,34 +622,13 @@ static void stop_workers(struct ods_stage *s)
 	free(s);
 }
 
-/* Fit threads x depth x chunk of staging into what is left of the budget:
- * the depth is cut to fit; refused when not even one chunk per worker fits. */
-static int fit_budget(struct ods_stage_params *p, const struct ods_mover *m, const struct ods_config *cfg,
-		      size_t *reserved)
-{
-	size_t budget = ods_pinned_budget(cfg), per_unit = (size_t)p->threads * p->chunk;
-	size_t left = budget - (atomic_load(&pinned_reserved) < budget ? atomic_load(&pinned_reserved) : budget);
-	size_t fit = left / per_unit;
-	if (fit < p->depth)
-		p->depth = fit ? (unsigned)fit : 1;
-	size_t need = per_unit * p->depth;
-	if (need / p->depth != per_unit || !ods_pinned_reserve(need))
-		return ods_fail(OPENDS_DRIVER_INVALID_PROPS,
-				"%s: %u workers (OPENDS_IO_THREADS) x %u chunk(s) (OPENDS_QUEUE_DEPTH) of %zu KiB "
-				"(OPENDS_CHUNK_SIZE) need %zu MiB of staging memory; OPENDS_MAX_PINNED allows %zu MiB "
-				"(%zu MiB of it free)",
-				m->name, p->threads, p->depth, p->chunk >> 10, need >> 20, budget >> 20, left >> 20);
-	*reserved = need;
-	return 0;
-}
-
 int ods_stage_open(struct ods_stage **out, const struct ods_stage_params *p, const struct ods_mover *m,
 		   const struct ods_config *cfg, const struct ods_accel *accel)
 {
 	int rc;
 	struct ods_stage_params fitted = *p;
 	size_t reserved;
-	if ((rc = fit_budget(&fitted, m, cfg, &reserved)))
+	if ((rc = ods_stage_fit_budget(&fitted, m, cfg, &reserved)))
 		return rc;
 	struct ods_stage *s = calloc(1, sizeof(*s));
 	if (!s) {

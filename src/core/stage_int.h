@@ -1,0 +1,63 @@
+/*
+ * What the two halves of the staging engine share: stage.c (requests,
+ * chunker, units, worker loop) and stage_mem.c (the staging memory
+ * budget, slots and copy lanes). Not for movers: they see stage.h.
+ */
+#ifndef ODS_STAGE_INT_H
+#define ODS_STAGE_INT_H
+
+#include "stage.h"
+
+enum { U_FREE, U_HELD, U_IO, U_COPY }; /* U_HELD: the engine's, between stages */
+
+struct ods_stage_worker {
+	struct ods_stage *s;
+	pthread_t tid;
+	unsigned idx;
+	void *ctx;           /* the mover's */
+	atomic_int sleeping; /* blocked and able to take work */
+	atomic_uint wake_seq; /* the engine's own wait (movers without wait) */
+	struct ods_stage_unit *units, *free_list;
+	unsigned nfree, nio, ncopy;
+	char *block;                  /* every slot at once (accelerators that pin) */
+	bool block_pinned;
+	struct ods_stage_req *held_r; /* the request this worker last took chunks of, */
+	unsigned held_n;              /* and how many of them it holds */
+	bool declined;                /* left the head request to other workers */
+	void *lane;                   /* accelerator copy lane, or NULL: recorded copies */
+	struct ods_stage_unit *_Atomic posted; /* completions from other threads */
+};
+
+struct ods_stage {
+	const struct ods_mover *mv;
+	const struct ods_accel *accel;
+	const struct ods_config *cfg;
+	struct ods_stage_params p;
+	size_t reserved;     /* bytes of the staging budget held */
+	unsigned started;
+	struct ods_stage_worker *w;
+	pthread_mutex_t lock;
+	pthread_cond_t room;
+	struct ods_stage_req *head, *tail;
+	unsigned nreq, cap;  /* requests queued; at most this many ... */
+	size_t qbytes, cap_bytes; /* ... unless their bytes stay below this */
+	atomic_uint queued;  /* requests with chunks left; for the sleep handshake */
+	atomic_uint wake_rr; /* where the next wake-up scan starts */
+	atomic_bool stop;
+	unsigned ready;      /* workers done setting up (lock) */
+	pthread_cond_t ready_cv;
+};
+
+/* stage_mem.c */
+bool ods_stage_async_copies(const struct ods_accel *a);
+/* Fit threads x depth x chunk of staging into what is left of the budget
+ * (the depth is cut to fit), and reserve it: 0, or refused with the
+ * detail set when not even one chunk per worker fits. */
+int ods_stage_fit_budget(struct ods_stage_params *p, const struct ods_mover *m, const struct ods_config *cfg,
+			 size_t *reserved);
+void ods_stage_block_alloc(struct ods_stage_worker *w);
+void ods_stage_slots_free(struct ods_stage_worker *w);
+int ods_stage_copy_start(struct ods_stage_unit *u, void *dst, const void *src, size_t n, bool to_dev);
+int ods_stage_copy_poll(struct ods_stage_unit *u, bool wait);
+
+#endif
