@@ -69,6 +69,27 @@ run1() {
 	rc=$?
 	echo "$rc"
 }
+# The answer lines of one run ($1 name, $2 library). A function that
+# NVIDIA's library lacks (the program says "= <function> absent": newer than
+# the installed cuFile) has its answers left out of both sides: the
+# drop-in mirrors cuFile 1.20 and has them all.
+declare -A row_of=([cuFileExportPCIeTopology]=topology_ [cuFileDriverGetP2PFlags]=p2p_get_
+	[cuFileDriverSetP2PFlags]=p2p_set_)
+absent_pattern() {
+	local f pat='^= [^ ]* absent$'
+	for f in $(sed -n 's/^= \(cuFile[A-Za-z0-9_]*\) absent$/\1/p' "$OUT/$1.nvidia.out" | sort -u); do
+		[ -n "${row_of[$f]:-}" ] && pat="$pat|^= ${row_of[$f]}"
+	done
+	echo "$pat"
+}
+answers() {
+	grep '^= ' "$OUT/$1.$2.out" | grep -Ev "$(absent_pattern "$1")"
+}
+skipped() {
+	local n
+	n=$(grep '^= ' "$OUT/$1.dropin.out" | grep -Ec "$(absent_pattern "$1")")
+	[ "$n" = 0 ] || echo "; $n drop-in lines of functions NVIDIA's cuFile lacks not compared"
+}
 for r in "${runs[@]}"; do
 	IFS='|' read -r name prog args <<<"$r"
 	echo
@@ -84,11 +105,11 @@ for r in "${runs[@]}"; do
 	elif ! grep -q '^= ' "$OUT/$name.dropin.out"; then
 		verdict="no answers from the drop-in"
 		differ=$((differ + 1))
-	elif diff <(grep '^= ' "$OUT/$name.nvidia.out") <(grep '^= ' "$OUT/$name.dropin.out") >"$OUT/$name.diff"; then
-		verdict="same answers ($(grep -c '^= ' "$OUT/$name.dropin.out") lines)"
+	elif diff <(answers "$name" nvidia) <(answers "$name" dropin) >"$OUT/$name.diff"; then
+		verdict="same answers ($(answers "$name" dropin | grep -c .) lines$(skipped "$name"))"
 		[ "$rc_nv" = "$rc_od" ] && same=$((same + 1)) || differ=$((differ + 1))
 	else
-		verdict="answers differ: $(grep -c '^[<>]' "$OUT/$name.diff") lines (< NVIDIA, > drop-in)"
+		verdict="answers differ: $(grep -c '^[<>]' "$OUT/$name.diff") lines (< NVIDIA, > drop-in$(skipped "$name"))"
 		differ=$((differ + 1))
 		cat "$OUT/$name.diff"
 	fi

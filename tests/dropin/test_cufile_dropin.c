@@ -542,8 +542,8 @@ int main(int argc, char **argv)
 		errno = 0;
 		r = L.cuFileRead(rfh, buf, 4096, -1, 0);
 		err = errno;
-		/* NVIDIA's 1.15 (H200): -1 */
-		SOFT(r == -1 && err == EINVAL, "negative file offset: %zd errno %d", r, err);
+		/* NVIDIA's 1.15.1 (H200): -1 with the cuFile code in errno */
+		SOFT(r == -1 && err == CU_FILE_INVALID_VALUE, "negative file offset: %zd errno %d", r, err);
 		L.cuFileHandleDeregister(rfh);
 		close(rfd);
 		free(wor);

@@ -297,8 +297,8 @@ EXPORT CUfileError_t cuFileGetStatsLevel(int *level)
 EXPORT CUfileError_t cuFileStatsStart(void)
 {
 	CUfileError_t e = stats_driver();
-	/* starting needs a level set first, and only 0 can be */
-	return e.err ? e : cfd_st(CU_FILE_INVALID_VALUE, 0);
+	/* level 0 (the only one): NVIDIA 1.15.1 answers INTERNAL_ERROR */
+	return e.err ? e : cfd_st(CU_FILE_INTERNAL_ERROR, 0);
 }
 
 EXPORT CUfileError_t cuFileStatsStop(void)
@@ -345,16 +345,19 @@ EXPORT CUfileError_t cuFileExportPCIeTopology(const char *filename)
 	return e.err ? e : cfd_st(CU_FILE_INTERNAL_ERROR, 0);
 }
 
-/* OpenDS maps no GPU memory into a BAR, so it knows no BAR size: every
- * index is answered as one without a GPU behind it. */
+/* OpenDS maps no GPU memory into a BAR: 0 KiB for every index, what
+ * NVIDIA's cuFile answers in compatibility mode. Like NVIDIA's (1.15.1),
+ * the call opens the driver first if it is not open. */
 EXPORT CUfileError_t cuFileGetBARSizeInKB(int gpuIndex, size_t *barSize)
 {
 	(void)gpuIndex;
+	CUfileError_t e = cfd_ensure_open();
+	if (e.err)
+		return e;
 	if (!barSize)
 		return cfd_st(CU_FILE_INVALID_VALUE, 0);
-	if (!atomic_load(&cfd_is_open))
-		return cfd_st(CU_FILE_DRIVER_NOT_INITIALIZED, 0);
-	return cfd_st(CU_FILE_INVALID_VALUE, 0);
+	*barSize = 0;
+	return cfd_st(CU_FILE_SUCCESS, 0);
 }
 
 /* OpenDS moves data through host memory only: no storage kind has a
@@ -387,7 +390,11 @@ struct slabs {
 	int len; /* 0: nothing set */
 	size_t size[SLABS_MAX], count[SLABS_MAX];
 };
-static struct slabs posix_slabs, gpu_slabs;
+/* The POSIX pool starts as cufile.json's default (three slabs; NVIDIA
+ * 1.15.1 answers a Get of another length with INVALID_VALUE); the GPU
+ * bounce buffers have no slab array unless one is set (cuFile's uniform
+ * bounce buffers are the default). */
+static struct slabs posix_slabs = { 3, { 4, 1024, 16384 }, { 128, 64, 64 } }, gpu_slabs;
 
 static CUfileError_t slabs_set(struct slabs *s, const size_t *size, const size_t *count, int len, bool gpu)
 {

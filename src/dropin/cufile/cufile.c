@@ -140,22 +140,34 @@ static void pset_clear(struct pset *s)
 
 /* An OpenDS ssize_t result in cuFile's convention: library errors stay
  * negated codes, operating-system errors become -1 with errno. Where the
- * same misuse gets another answer from NVIDIA's cuFile, NVIDIA's is given
- * (docs/cufile-dropin.md, "Misuse"); only failures pay for the checks. */
-static ssize_t io_ret(ssize_t r, int opcode, off_t file_offset)
+ * same misuse gets another answer from NVIDIA's cuFile (1.15.1, measured on
+ * the H200), NVIDIA's is given (docs/cufile-dropin.md, "Misuse"); only
+ * failures pay for the checks. caller_errno: errno as the call found it. */
+static ssize_t io_ret(ssize_t r, int opcode, int caller_errno)
 {
 	if (r >= 0)
 		return r;
-	if (r == -CU_FILE_INVALID_VALUE && file_offset < 0) {
-		errno = EINVAL; /* NVIDIA: -1, as pread says */
+	switch (r) {
+	case -CU_FILE_INVALID_VALUE:
+	case -CU_FILE_INVALID_FILE_OPEN_FLAG:
+		/* NVIDIA's argument checks: -1 with the cuFile code in errno */
+		errno = (int)-r;
 		return -1;
+	case -CU_FILE_INVALID_MAPPING_RANGE:
+		/* past the registered buffer: NVIDIA says -1, errno untouched */
+		errno = caller_errno;
+		return -1;
+	case -EBADF:
+		/* reading through a write-only fd: as the argument checks;
+		 * writing through a read-only one: NVIDIA says EIO */
+		errno = opcode == OPENDS_READ ? CU_FILE_INVALID_FILE_OPEN_FLAG : EIO;
+		return -1;
+	default:
+		break;
 	}
 	if (r <= -CUFILEOP_BASE_ERR)
 		return r;
-	if (r == -EBADF && opcode == OPENDS_READ)
-		return -(ssize_t)CU_FILE_INVALID_FILE_OPEN_FLAG; /* a write-only fd */
-	/* writing through a read-only fd: NVIDIA says EIO */
-	errno = r == -EBADF ? EIO : (int)-r;
+	errno = (int)-r;
 	return -1;
 }
 
@@ -306,21 +318,23 @@ EXPORT CUfileError_t cuFileBufDeregister(const void *bufPtr_base)
 
 EXPORT ssize_t cuFileRead(CUfileHandle_t fh, void *bufPtr_base, size_t size, off_t file_offset, off_t bufPtr_offset)
 {
+	int caller_errno = errno;
 	CUfileError_t e = cfd_ensure_open();
 	if (e.err)
 		return -(ssize_t)e.err;
 	return io_ret(opends_sync_read((opends_handle_t)fh, bufPtr_base, size, file_offset, bufPtr_offset), OPENDS_READ,
-		      file_offset);
+		      caller_errno);
 }
 
 EXPORT ssize_t cuFileWrite(CUfileHandle_t fh, const void *bufPtr_base, size_t size, off_t file_offset,
 			   off_t bufPtr_offset)
 {
+	int caller_errno = errno;
 	CUfileError_t e = cfd_ensure_open();
 	if (e.err)
 		return -(ssize_t)e.err;
 	return io_ret(opends_sync_write((opends_handle_t)fh, bufPtr_base, size, file_offset, bufPtr_offset),
-		      OPENDS_WRITE, file_offset);
+		      OPENDS_WRITE, caller_errno);
 }
 
 /* Scatter/gather: the segments one after another at consecutive file
@@ -328,21 +342,22 @@ EXPORT ssize_t cuFileWrite(CUfileHandle_t fh, const void *bufPtr_base, size_t si
 static ssize_t rwv(int opcode, CUfileHandle_t fh, const CUfileIOVec_t *iov, size_t iovcnt, off_t file_offset,
 		   unsigned flags)
 {
+	int caller_errno = errno;
 	CUfileError_t e = cfd_ensure_open();
 	if (e.err)
 		return -(ssize_t)e.err;
 	if ((!iov && iovcnt) || flags != 0 || file_offset < 0)
-		return -(ssize_t)CU_FILE_INVALID_VALUE;
+		return io_ret(-(ssize_t)CU_FILE_INVALID_VALUE, opcode, caller_errno);
 	size_t total = 0;
 	for (size_t i = 0; i < iovcnt; i++) {
 		if (iov[i].len > (size_t)SSIZE_MAX - total)
-			return -(ssize_t)CU_FILE_INVALID_VALUE;
+			return io_ret(-(ssize_t)CU_FILE_INVALID_VALUE, opcode, caller_errno);
 		off_t pos = file_offset + (off_t)total;
 		ssize_t r = opcode == OPENDS_READ
 				    ? opends_sync_read((opends_handle_t)fh, iov[i].base, iov[i].len, pos, 0)
 				    : opends_sync_write((opends_handle_t)fh, iov[i].base, iov[i].len, pos, 0);
 		if (r < 0)
-			return io_ret(r, opcode, pos);
+			return io_ret(r, opcode, caller_errno);
 		total += (size_t)r;
 		if ((size_t)r < iov[i].len)
 			break;
@@ -406,6 +421,8 @@ EXPORT CUfileError_t cuFileBatchIOSubmit(CUfileBatchHandle_t batch_idp, unsigned
 	opends_error_t oe = opends_batch_submit((opends_batch_t)batch_idp, nr, p, flags);
 	if (p != small)
 		free(p);
+	if (oe.err == OPENDS_BATCH_FULL) /* NVIDIA 1.15.1: more entries than set up */
+		return cfd_st(CU_FILE_INTERNAL_BATCH_SUBMIT_ERROR, 0);
 	return cfd_from_ods(oe);
 }
 
@@ -469,8 +486,13 @@ EXPORT CUfileError_t cuFileReadAsync(CUfileHandle_t fh, void *bufPtr_base, size_
 	CUfileError_t e = cfd_ensure_open();
 	if (e.err)
 		return e;
-	if (pset_has(&wronly, fh))
-		return cfd_st(CU_FILE_INVALID_FILE_OPEN_FLAG, 0);
+	if (bytes_read_p && size_p && file_offset_p && bufPtr_offset_p && bufPtr_base && pset_has(&wronly, fh)) {
+		/* NVIDIA accepts the enqueue and the read fails with "unsupported
+		 * file open flags" in *bytes_read_p; written now, not when the
+		 * stream gets there (docs/cufile-dropin.md, "Misuse") */
+		*bytes_read_p = -(ssize_t)CU_FILE_INVALID_FILE_OPEN_FLAG;
+		return cfd_st(CU_FILE_SUCCESS, 0);
+	}
 	return cfd_from_ods(opends_stream_read((opends_handle_t)fh, bufPtr_base, size_p, file_offset_p, bufPtr_offset_p,
 					   bytes_read_p, (opends_stream_t)stream));
 }

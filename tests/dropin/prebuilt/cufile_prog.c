@@ -203,11 +203,6 @@ static void newer_api(bool open)
 		printf("= stats_reset_%s %d\n", when, (int)reset().err);
 	if (topo && open)
 		printf("= topology_null %d\n", (int)topo(NULL).err);
-	if (bar) {
-		printf("= bar_null_%s %d\n", when, (int)bar(0, NULL).err);
-		size_t kb = 0;
-		printf("# bar_size_%s %d %zu KiB\n", when, (int)bar(0, &kb).err, kb);
-	}
 	if (p2pget) {
 		int f = -1;
 		printf("= p2p_get_null_%s %d\n", when, (int)p2pget(CU_FILE_NVME_SUPPORTED, NULL).err);
@@ -228,6 +223,14 @@ static void newer_api(bool open)
 		CUfileError_t e = slabget(sz, ct, 2);
 		printf("= slab_get_len2 %d", (int)e.err);
 		printf(" %zu/%zu %zu/%zu\n", sz[0], ct[0], sz[1], ct[1]);
+	}
+	/* last: NVIDIA's (1.15.1) opens the driver here if it is not open */
+	if (bar) {
+		printf("= bar_null_%s %d\n", when, (int)bar(0, NULL).err);
+		size_t kb = 0;
+		printf("# bar_size_%s %d %zu KiB\n", when, (int)bar(0, &kb).err, kb);
+		if (stop && !open)
+			printf("= bar_opened_the_driver %d\n", (int)stop().err);
 	}
 }
 
@@ -358,7 +361,11 @@ int main(int argc, char **argv)
 		FAIL("read into the registered buffer: %zd", r);
 	check_bytes(buf, 4096, 8192, 65536, "read_registered");
 	/* sizes past the limits: beyond the registered range */
+	errno = 0;
 	show_io("read_past_registered", cuFileRead(fh, buf, SPAN, 0, 4096), errno);
+	errno = EDOM; /* does the call leave errno as it was? */
+	r = cuFileRead(fh, buf, SPAN, 0, 4096);
+	printf("# read_past_registered_errno_was_EDOM %zd errno %s\n", r, errno == EDOM ? "EDOM" : strerror(errno));
 	printf("= buf_deregister %d\n", (int)cuFileBufDeregister(buf).err);
 	printf("= buf_register_zero_length %d\n", (int)cuFileBufRegister(buf, 0, 0).err);
 	printf("= buf_deregister_again %d\n", (int)cuFileBufDeregister(buf).err);
@@ -437,6 +444,16 @@ int main(int argc, char **argv)
 	ssize_t aret = -12345;
 	e = cuFileReadAsync(wfh, buf, &asz, &afoff, &aboff, &aret, NULL);
 	printf("= read_async_write_only_fd %d\n", (int)e.err);
+	if (!e.err) {
+		/* what the read left in *bytes_read_p once the stream ran it */
+#ifdef PROG_CUDA
+		if (device)
+			CU_OK(cuStreamSynchronize(NULL));
+#endif
+		for (int i = 0; i < 2000 && __atomic_load_n(&aret, __ATOMIC_ACQUIRE) == -12345; i++)
+			usleep(1000);
+		printf("= read_async_write_only_fd_bytes_read %zd\n", __atomic_load_n(&aret, __ATOMIC_ACQUIRE));
+	}
 	cuFileHandleDeregister(wfh);
 	close(wfd);
 	uint8_t *back = malloc(65536);
