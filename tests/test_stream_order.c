@@ -1,0 +1,274 @@
+/*
+ * test_stream_order [--backend=NAME]
+ *
+ * Stream operations whose pieces finish out of order, and many streams
+ * with many operations in flight (src/core/stream_accel.c). Run under
+ * OPENDS_ACCEL=hostdev: every buffer is "device" memory and the streams
+ * are hostdev's simulated ones, so each read moves through staging slots,
+ * gates and copies queued on the stream.
+ *  - reads of a source whose requests complete late by offset (every
+ *    fourth MiB waits, so later pieces finish before earlier ones): the
+ *    pieces finish out of order, and the stream's bytes are exact, on a
+ *    stream registered with fixed arguments and on one that is not;
+ *  - later work on the same stream sees the bytes: a read queued behind a
+ *    slow one on the same stream, into the same buffer, wins;
+ *  - 256 streams, each with 12 reads of a file queued at once (half the
+ *    streams registered with fixed arguments, some reads of many pieces),
+ *    then the same on the late source: every read exact, none hangs (under
+ *    a watchdog).
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "test_stream_common.h"
+#define FIXED (OPENDS_STREAM_FIXED_BUF_OFFSET | OPENDS_STREAM_FIXED_FILE_OFFSET | OPENDS_STREAM_FIXED_FILE_SIZE)
+
+/* 27 MiB + a bit: seven 4 MiB pieces */
+static const size_t F = 27 * T_MiB + 4321;
+static uint8_t *oracle;
+
+/* ---- a source whose requests complete late by offset ------------------- */
+
+#define UNIT T_MiB
+#define LATE_US 3000
+
+struct job {
+	void *buf;
+	size_t len;
+	uint64_t off;
+	opends_source_done_t done;
+	void *token;
+	double due;
+	struct job *next;
+};
+
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cv;
+	struct job *q;
+	bool stop;
+	pthread_t th[2];
+	atomic_long requests, reordered; /* completions at a lower offset than the one before */
+	atomic_ullong last_off;
+} L = { .lock = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
+
+static void *late_thread(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&L.lock);
+	for (;;) {
+		if (L.stop && !L.q)
+			break;
+		/* the job due first */
+		struct job **best = NULL;
+		for (struct job **pp = &L.q; *pp; pp = &(*pp)->next)
+			if (!best || (*pp)->due < (*best)->due)
+				best = pp;
+		double now = t_now();
+		if (!best || (*best)->due > now) {
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 200000;
+			if (ts.tv_nsec >= 1000000000)
+				ts.tv_sec++, ts.tv_nsec -= 1000000000;
+			pthread_cond_timedwait(&L.cv, &L.lock, &ts);
+			continue;
+		}
+		struct job *j = *best;
+		*best = j->next;
+		pthread_mutex_unlock(&L.lock);
+		size_t n = j->off >= F ? 0 : t_min(j->len, F - (size_t)j->off);
+		memcpy(j->buf, oracle + j->off, n);
+		unsigned long long prev = atomic_exchange(&L.last_off, (unsigned long long)j->off);
+		if (j->off < prev)
+			atomic_fetch_add(&L.reordered, 1);
+		j->done(j->token, (ssize_t)n);
+		free(j);
+		pthread_mutex_lock(&L.lock);
+	}
+	pthread_mutex_unlock(&L.lock);
+	return NULL;
+}
+
+static int late_read_async(void *src, void *buf, size_t len, uint64_t off, opends_source_done_t done, void *token)
+{
+	(void)src;
+	struct job *j = calloc(1, sizeof(*j));
+	if (!j)
+		return -ENOMEM;
+	/* every fourth unit of the object is late: the pieces holding one
+	 * finish after the pieces behind them */
+	*j = (struct job){ buf, len, off, done, token, t_now() + ((off / UNIT) % 4 == 0 ? LATE_US * 1e-6 : 0), NULL };
+	atomic_fetch_add(&L.requests, 1);
+	pthread_mutex_lock(&L.lock);
+	j->next = L.q;
+	L.q = j;
+	pthread_cond_signal(&L.cv);
+	pthread_mutex_unlock(&L.lock);
+	return 0;
+}
+
+static opends_handle_t late_register(void)
+{
+	static const opends_source_ops_t ops = {
+		.struct_size = sizeof(opends_source_ops_t),
+		.name = "late",
+		.read_async = late_read_async,
+	};
+	opends_source_desc_t d = {
+		.struct_size = sizeof(d),
+		.ops = &ops,
+		.flags = OPENDS_SOURCE_RDONLY,
+		.size = (int64_t)F,
+		.io_unit = UNIT,
+		.max_inflight = 64,
+	};
+	opends_handle_t h = NULL;
+	OK(opends_handle_register_source(&h, &d));
+	for (int i = 0; i < 2; i++)
+		CHECK(pthread_create(&L.th[i], NULL, late_thread, NULL) == 0);
+	return h;
+}
+
+static void late_stop(void)
+{
+	pthread_mutex_lock(&L.lock);
+	L.stop = true;
+	pthread_cond_broadcast(&L.cv);
+	pthread_mutex_unlock(&L.lock);
+	for (int i = 0; i < 2; i++)
+		pthread_join(L.th[i], NULL);
+}
+
+/* ---- cases --------------------------------------------------------------- */
+
+/* Reads of many pieces, pieces finishing out of order: exact bytes, the
+ * bytes around the target untouched. */
+static void out_of_order(opends_handle_t h, opends_stream_t s, const char *what)
+{
+	t_phase = what;
+	const struct {
+		off_t foff;
+		size_t size;
+	} c[] = { { 0, F }, { 4097, 19 * T_MiB + 3 }, { (off_t)(F - 9 * T_MiB - 5), 12 * T_MiB }, { 77, 5000 } };
+	long before = atomic_load(&L.reordered);
+	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+		uint8_t *buf = t_xmalloc(c[i].size + 9);
+		struct sop a = { c[i].size, c[i].foff, 9, SENT };
+		OK(opends_stream_read(h, buf, &a.size, &a.foff, &a.boff, &a.res, s));
+		OK(opends_stream_synchronize(s));
+		size_t want = t_expect_read(F, (uint64_t)c[i].foff, c[i].size);
+		CHECKF(a.res == (ssize_t)want, "%s case %zu: read gave %zd (%s), expected %zu", what, i, a.res,
+		       t_errname(a.res), want);
+		VERIFY_CANARY(buf, 9, "%s case %zu: before the target", what, i);
+		VERIFY(buf + 9, oracle + c[i].foff, want, "%s case %zu: data", what, i);
+		VERIFY_CANARY(buf + 9 + want, c[i].size - want, "%s case %zu: past the bytes returned", what, i);
+		free(buf);
+	}
+	long r = atomic_load(&L.reordered) - before;
+	/* the test means nothing unless pieces did finish out of order */
+	CHECKF(r > 0, "%s: no request of the late source finished before an earlier one", what);
+	printf("%s: %ld completions out of order, bytes exact\n", what, r);
+}
+
+/* Later work on the stream sees the bytes: two reads into the same buffer
+ * on one stream, the first slow (late source, many pieces), the second
+ * quick (a file); the second's bytes must be what is left. */
+static void later_wins(opends_handle_t late, opends_handle_t file, opends_stream_t s, const char *what)
+{
+	t_phase = what;
+	size_t n = 13 * T_MiB + 1;
+	uint8_t *buf = t_xmalloc(n);
+	struct sop a = { n, 0, 0, SENT }, b = { n, (off_t)(5 * T_MiB + 3), 0, SENT };
+	OK(opends_stream_read(late, buf, &a.size, &a.foff, &a.boff, &a.res, s));
+	OK(opends_stream_read(file, buf, &b.size, &b.foff, &b.boff, &b.res, s));
+	OK(opends_stream_synchronize(s));
+	CHECKF(a.res == (ssize_t)n && b.res == (ssize_t)n, "%s: reads gave %zd and %zd", what, a.res, b.res);
+	VERIFY(buf, oracle + b.foff, n, "%s: the later read's bytes", what);
+	free(buf);
+}
+
+/* Many streams, many reads each, all queued before any is awaited. */
+static void many(opends_handle_t h, const char *what)
+{
+	t_phase = what;
+	enum { NS = 256, PER = 12 };
+	static opends_stream_t st[NS];
+	static struct sop o[NS][PER];
+	static size_t at[NS][PER];
+	size_t total = 0;
+	for (int i = 0; i < NS; i++)
+		for (int j = 0; j < PER; j++) {
+			size_t k = (size_t)i * PER + (size_t)j;
+			/* mostly small reads; one in 97 of many pieces */
+			size_t len = k % 97 == 5 ? 9 * T_MiB + k : 1 + (k * 7919) % (48 * T_KiB);
+			o[i][j] = (struct sop){ len, (off_t)(k * 131071 % (F - len)), (off_t)total, SENT };
+			at[i][j] = total;
+			total += len + 1; /* one canary byte between targets */
+		}
+	uint8_t *buf = t_xmalloc(total);
+	double t0 = t_now();
+	for (int i = 0; i < NS; i++) {
+		OK(opends_stream_create(&st[i]));
+		if (i % 2)
+			OK(opends_stream_register(st[i], FIXED));
+	}
+	for (int j = 0; j < PER; j++)
+		for (int i = 0; i < NS; i++)
+			OK(opends_stream_read(h, buf, &o[i][j].size, &o[i][j].foff, &o[i][j].boff, &o[i][j].res, st[i]));
+	for (int i = NS - 1; i >= 0; i--)
+		OK(opends_stream_synchronize(st[i]));
+	for (int i = 0; i < NS; i++) {
+		for (int j = 0; j < PER; j++) {
+			size_t len = o[i][j].size;
+			CHECKF(o[i][j].res == (ssize_t)len, "%s: stream %d op %d gave %zd (%s)", what, i, j, o[i][j].res,
+			       t_errname(o[i][j].res));
+			VERIFY(buf + at[i][j], oracle + o[i][j].foff, len, "%s: stream %d op %d", what, i, j);
+			VERIFY_CANARY(buf + at[i][j] + len, 1, "%s: after stream %d op %d", what, i, j);
+		}
+		if (i % 2)
+			OK(opends_stream_deregister(st[i]));
+		OK(opends_stream_destroy(st[i]));
+	}
+	printf("%s: %d streams x %d reads exact in %.2f s\n", what, NS, PER, t_now() - t0);
+	free(buf);
+}
+
+int main(int argc, char **argv)
+{
+	t_args(argc, argv);
+	t_watchdog(280);
+	char path[PATH_MAX];
+	t_path(path, sizeof path, "order.bin");
+	t_write_pattern_file(path, F, hashpat);
+	oracle = t_oracle(F, hashpat);
+
+	t_driver_open();
+	printf("backend %s\n", opends_driver_backend());
+	int fd = t_open(path, O_RDONLY, false);
+	opends_handle_t file = t_register(fd);
+	opends_handle_t late = late_register();
+	opends_stream_t s, sf;
+	OK(opends_stream_create(&s));
+	OK(opends_stream_create(&sf));
+	OK(opends_stream_register(sf, FIXED));
+
+	out_of_order(late, s, "out of order, values read at the stream");
+	out_of_order(late, sf, "out of order, fixed values");
+	later_wins(late, file, s, "later work sees the bytes");
+	later_wins(late, file, sf, "later work sees the bytes (fixed)");
+	many(file, "256 streams, a file");
+	many(late, "256 streams, the late source");
+
+	OK(opends_stream_deregister(sf));
+	OK(opends_stream_destroy(sf));
+	OK(opends_stream_destroy(s));
+	OK(opends_handle_deregister(late));
+	OK(opends_handle_deregister(file));
+	late_stop();
+	close(fd);
+	OK(opends_driver_close());
+	free(oracle);
+	printf("stream order: OK\n");
+	return 0;
+}
