@@ -12,17 +12,17 @@
 	(OPENDS_STREAM_FIXED_BUF_OFFSET | OPENDS_STREAM_FIXED_FILE_OFFSET | OPENDS_STREAM_FIXED_FILE_SIZE | \
 	 OPENDS_STREAM_PAGE_ALIGNED_INPUTS)
 
-static const struct ods_stream_engine *E; /* chosen by ods_streams_init */
+static const struct ods_stream_engine *engine; /* chosen by ods_streams_init */
 
 int ods_streams_init(void)
 {
-	E = ods_drv.accel->streams ? &ods_stream_accel : &ods_stream_host;
-	return E->init();
+	engine = ods_drv.accel->streams ? &ods_stream_accel : &ods_stream_host;
+	return engine->init();
 }
 
 void ods_streams_fini(void)
 {
-	E->fini(); /* E stays: a call racing with close finds the driver closing */
+	engine->fini(); /* engine stays: a call racing with close finds the driver closing */
 }
 
 void ods_streams_forget(void)
@@ -50,7 +50,7 @@ static opends_error_t enqueue(const char *fn, int opcode, opends_handle_t fh, co
 	if (!ods_handle_lookup(fh))
 		return ods_err(ods_fail(OPENDS_HANDLE_NOT_REGISTERED, "%s: fh is not a registered handle", fn), 0);
 	const struct ods_sargs args = { opcode, fh, buf, size, file_offset, buf_offset, result };
-	return E->enqueue(fn, &args, stream);
+	return engine->enqueue(fn, &args, stream);
 }
 
 OPENDS_API opends_error_t opends_stream_read(opends_handle_t fh, void *buf, size_t *size, off_t *file_offset,
@@ -73,13 +73,13 @@ OPENDS_API opends_error_t opends_stream_create(opends_stream_t *stream)
 	REQUIRE_OPEN("opends_stream_create");
 	if (!stream)
 		return ods_err(ods_fail(OPENDS_INVALID_VALUE, "opends_stream_create: stream is NULL"), 0);
-	return E->create(stream);
+	return engine->create(stream);
 }
 
 OPENDS_API opends_error_t opends_stream_destroy(opends_stream_t stream)
 {
 	REQUIRE_OPEN("opends_stream_destroy");
-	return E->destroy(stream);
+	return engine->destroy(stream);
 }
 
 OPENDS_API opends_error_t opends_stream_register(opends_stream_t stream, unsigned flags)
@@ -89,13 +89,13 @@ OPENDS_API opends_error_t opends_stream_register(opends_stream_t stream, unsigne
 		return ods_err(ods_fail(OPENDS_INVALID_VALUE, "opends_stream_register: unknown flag bits 0x%x",
 					flags & ~KNOWN_FLAGS),
 			       0);
-	return E->reg(stream, flags);
+	return engine->reg(stream, flags);
 }
 
 OPENDS_API opends_error_t opends_stream_deregister(opends_stream_t stream)
 {
 	REQUIRE_OPEN("opends_stream_deregister");
-	if (!E->dereg(stream))
+	if (!engine->dereg(stream))
 		return ods_err(ods_fail(OPENDS_INVALID_VALUE, "opends_stream_deregister: stream %p is not registered",
 					stream),
 			       0);
@@ -105,5 +105,5 @@ OPENDS_API opends_error_t opends_stream_deregister(opends_stream_t stream)
 OPENDS_API opends_error_t opends_stream_synchronize(opends_stream_t stream)
 {
 	REQUIRE_OPEN("opends_stream_synchronize");
-	return E->sync(stream);
+	return engine->sync(stream);
 }

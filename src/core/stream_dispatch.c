@@ -27,31 +27,31 @@ static struct {
 	bool started, stop, kicked;
 	pthread_t th;
 	int (*poll)(void);
-} D = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, NULL, false, false, false, 0, NULL };
+} disp = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, NULL, false, false, false, 0, NULL };
 static atomic_bool napping; /* the dispatcher is in a timed wait */
 
 void ods_dispatch_post(void *task)
 {
 	struct ods_task *t = task;
 	t->next = NULL;
-	pthread_mutex_lock(&D.lock);
-	if (D.tail)
-		D.tail->next = t;
+	pthread_mutex_lock(&disp.lock);
+	if (disp.tail)
+		disp.tail->next = t;
 	else
-		D.head = t;
-	D.tail = t;
-	pthread_cond_signal(&D.cond);
-	pthread_mutex_unlock(&D.lock);
+		disp.head = t;
+	disp.tail = t;
+	pthread_cond_signal(&disp.cond);
+	pthread_mutex_unlock(&disp.lock);
 }
 
 void ods_dispatch_kick(void)
 {
 	if (!atomic_load_explicit(&napping, memory_order_acquire))
 		return; /* polling anyway, or nothing to poll */
-	pthread_mutex_lock(&D.lock);
-	D.kicked = true;
-	pthread_cond_signal(&D.cond);
-	pthread_mutex_unlock(&D.lock);
+	pthread_mutex_lock(&disp.lock);
+	disp.kicked = true;
+	pthread_cond_signal(&disp.cond);
+	pthread_mutex_unlock(&disp.lock);
 }
 
 static void *dispatcher(void *arg)
@@ -59,35 +59,35 @@ static void *dispatcher(void *arg)
 	(void)arg;
 	long delay_ns = 0;
 	bool watching = false; /* the last poll had operations to watch */
-	pthread_mutex_lock(&D.lock);
+	pthread_mutex_lock(&disp.lock);
 	for (;;) {
-		while (!D.head && !D.stop && !watching)
-			pthread_cond_wait(&D.cond, &D.lock);
-		struct ods_task *t = D.head;
+		while (!disp.head && !disp.stop && !watching)
+			pthread_cond_wait(&disp.cond, &disp.lock);
+		struct ods_task *t = disp.head;
 		if (t) {
-			D.head = t->next;
-			if (!D.head)
-				D.tail = NULL;
-			pthread_mutex_unlock(&D.lock);
+			disp.head = t->next;
+			if (!disp.head)
+				disp.tail = NULL;
+			pthread_mutex_unlock(&disp.lock);
 			t->run(t);
-			pthread_mutex_lock(&D.lock);
+			pthread_mutex_lock(&disp.lock);
 			watching = true; /* a task may have added an operation */
 			continue;
 		}
-		pthread_mutex_unlock(&D.lock);
-		int moved = D.poll();
-		pthread_mutex_lock(&D.lock);
+		pthread_mutex_unlock(&disp.lock);
+		int moved = disp.poll();
+		pthread_mutex_lock(&disp.lock);
 		watching = moved >= 0;
 		if (!watching) {
-			if (D.stop)
+			if (disp.stop)
 				break; /* stopping, nothing in flight */
 			continue;
 		}
-		if (D.kicked)
-			delay_ns = 0, D.kicked = false;
+		if (disp.kicked)
+			delay_ns = 0, disp.kicked = false;
 		delay_ns = moved ? 0 : delay_ns ? (delay_ns * 2 < BACKOFF_MAX_NS ? delay_ns * 2 : BACKOFF_MAX_NS)
 					     : BACKOFF_MIN_NS;
-		if (delay_ns && !D.head) {
+		if (delay_ns && !disp.head) {
 			struct timespec ts;
 			clock_gettime(CLOCK_REALTIME, &ts);
 			ts.tv_nsec += delay_ns;
@@ -96,42 +96,42 @@ static void *dispatcher(void *arg)
 				ts.tv_nsec -= 1000000000;
 			}
 			atomic_store_explicit(&napping, true, memory_order_release);
-			pthread_cond_timedwait(&D.cond, &D.lock, &ts);
+			pthread_cond_timedwait(&disp.cond, &disp.lock, &ts);
 			atomic_store_explicit(&napping, false, memory_order_relaxed);
-			if (D.kicked)
-				delay_ns = 0, D.kicked = false;
+			if (disp.kicked)
+				delay_ns = 0, disp.kicked = false;
 		}
 	}
-	pthread_mutex_unlock(&D.lock);
+	pthread_mutex_unlock(&disp.lock);
 	return NULL;
 }
 
 int ods_dispatch_start(int (*poll)(void))
 {
-	pthread_mutex_lock(&D.lock);
+	pthread_mutex_lock(&disp.lock);
 	int rc = 0;
-	if (!D.started) {
-		D.stop = false;
-		D.poll = poll;
-		if (pthread_create(&D.th, NULL, dispatcher, NULL))
+	if (!disp.started) {
+		disp.stop = false;
+		disp.poll = poll;
+		if (pthread_create(&disp.th, NULL, dispatcher, NULL))
 			rc = ods_fail(OPENDS_INTERNAL_ERROR, "could not start the stream dispatcher thread");
 		else
-			D.started = true;
+			disp.started = true;
 	}
-	pthread_mutex_unlock(&D.lock);
+	pthread_mutex_unlock(&disp.lock);
 	return rc;
 }
 
 void ods_dispatch_stop(void)
 {
-	pthread_mutex_lock(&D.lock);
-	bool started = D.started;
-	D.stop = true;
-	pthread_cond_broadcast(&D.cond);
-	pthread_mutex_unlock(&D.lock);
+	pthread_mutex_lock(&disp.lock);
+	bool started = disp.started;
+	disp.stop = true;
+	pthread_cond_broadcast(&disp.cond);
+	pthread_mutex_unlock(&disp.lock);
 	if (started)
-		pthread_join(D.th, NULL); /* runs what is queued first */
-	D.started = D.stop = D.kicked = false;
+		pthread_join(disp.th, NULL); /* runs what is queued first */
+	disp.started = disp.stop = disp.kicked = false;
 }
 
 /* -- staging -- */
@@ -141,7 +141,7 @@ _Static_assert(((size_t)65536 << (NCLASS - 1)) >= ODS_STAGE_MAX, "a class holds 
 static struct {
 	pthread_mutex_t lock;
 	void *free[NCLASS]; /* linked through each buffer's first word */
-} P = { PTHREAD_MUTEX_INITIALIZER, { NULL } };
+} stage_pool = { PTHREAD_MUTEX_INITIALIZER, { NULL } };
 
 static size_t class_size(unsigned c)
 {
@@ -153,11 +153,11 @@ void *ods_staging_get(size_t n, unsigned *cls)
 	unsigned c = 0;
 	while (class_size(c) < n)
 		c++;
-	pthread_mutex_lock(&P.lock);
-	void *p = P.free[c];
+	pthread_mutex_lock(&stage_pool.lock);
+	void *p = stage_pool.free[c];
 	if (p)
-		P.free[c] = *(void **)p;
-	pthread_mutex_unlock(&P.lock);
+		stage_pool.free[c] = *(void **)p;
+	pthread_mutex_unlock(&stage_pool.lock);
 	if (!p)
 		p = ods_drv.accel->mem ? ods_drv.accel->mem->pinned_alloc(class_size(c))
 						: ods_aligned_alloc(class_size(c));
@@ -167,33 +167,33 @@ void *ods_staging_get(size_t n, unsigned *cls)
 
 void ods_staging_put(void *p, unsigned c)
 {
-	pthread_mutex_lock(&P.lock);
-	*(void **)p = P.free[c];
-	P.free[c] = p;
-	pthread_mutex_unlock(&P.lock);
+	pthread_mutex_lock(&stage_pool.lock);
+	*(void **)p = stage_pool.free[c];
+	stage_pool.free[c] = p;
+	pthread_mutex_unlock(&stage_pool.lock);
 }
 
 void ods_staging_fini(void)
 {
 	for (unsigned c = 0; c < NCLASS; c++)
-		for (void *p = P.free[c], *n; p; p = n) {
+		for (void *p = stage_pool.free[c], *n; p; p = n) {
 			n = *(void **)p;
 			if (ods_drv.accel->mem)
 				ods_drv.accel->mem->pinned_free(p, class_size(c));
 			else
 				free(p);
 		}
-	memset(P.free, 0, sizeof(P.free));
+	memset(stage_pool.free, 0, sizeof(stage_pool.free));
 }
 
 void ods_dispatch_forget(void)
 {
-	D.lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
-	D.cond = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
-	D.head = D.tail = NULL;
-	D.started = D.stop = D.kicked = false;
-	D.poll = NULL;
+	disp.lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+	disp.cond = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
+	disp.head = disp.tail = NULL;
+	disp.started = disp.stop = disp.kicked = false;
+	disp.poll = NULL;
 	atomic_store(&napping, false);
-	P.lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
-	memset(P.free, 0, sizeof(P.free));
+	stage_pool.lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+	memset(stage_pool.free, 0, sizeof(stage_pool.free));
 }
