@@ -208,11 +208,19 @@ static void piece_finish(struct aop *op, struct piece *pc)
 		return;
 	}
 	ssize_t r;
-	if (op->mirror)
+	if (op->mirror) {
 		r = op->result;
-	else if ((r = atomic_load(&op->err)) == 0)
-		r = (ssize_t)op->size0 < atomic_load(&op->short_at) ? (ssize_t)op->size0
-								     : (ssize_t)atomic_load(&op->short_at);
+	} else if ((r = atomic_load(&op->err)) == 0) {
+		/* a read ends where the file ended; but the bytes a truncation
+		 * took after the call, up to the size planned then, were
+		 * written as zeros (piece_done, piece_start) and count as read,
+		 * as the sync paths count them: nothing past the result is
+		 * written */
+		long long end = atomic_load(&op->short_at);
+		if (op->a.opcode == OPENDS_READ && end < (long long)op->valid0)
+			end = (long long)op->valid0;
+		r = (long long)op->size0 < end ? (ssize_t)op->size0 : (ssize_t)end;
+	}
 	*op->a.result = r;
 	/* without staging, nothing queued after the gate needs op: this is
 	 * the stream's end of it; with staging, the dispatcher may free op
@@ -323,11 +331,23 @@ static void piece_start(struct aop *op, struct piece *pc)
 		piece_finish(op, pc);
 		return;
 	}
+	/* a read started at the call stops at the EOF planned then: the
+	 * stream may still be copying the device's own bytes past it into
+	 * the slot (prep_piece), so data the file gained since must not go
+	 * there; the pieces wholly past it read nothing */
+	size_t len = read && !op->base ? pc->pre_from : pc->len;
+	if (!len) {
+		long long cur = atomic_load(&op->short_at);
+		while ((long long)at < cur && !atomic_compare_exchange_weak(&op->short_at, &cur, (long long)at))
+			;
+		piece_finish(op, pc);
+		return;
+	}
 	struct ods_io *io = &pc->io;
 	memset(io, 0, sizeof(*io));
 	io->fh = op->io.fh;
 	io->buf = slot_of(op, pc->idx);
-	io->size = pc->len;
+	io->size = len;
 	io->off = op->io.off + (off_t)at;
 	io->opcode = op->io.opcode;
 	io->mem = ODS_MEM_HOST;
