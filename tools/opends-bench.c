@@ -55,7 +55,8 @@ static void usage(FILE *f)
 		"                      DATASET:cold or DATASET:hot for one dataset only\n"
 		"  --threads N         threads of the sync legs and their ceilings (default 8)\n"
 		"  --leg-timeout S     seconds a leg may run; past it, it stops and is recorded as timed out\n"
-		"                      (default 120; 0: no limit)\n"
+		"                      (default 120; 0: no limit); a leg stuck in one call 30 s past it is\n"
+		"                      recorded as hung and the command ends with exit status 3\n"
 		"  --repeat N          runs per leg, median kept (default 0: 3 for legs under 1 s, else 1)\n"
 		"  --big-size SIZE     the caller legs' big file, e.g. 8G, 256M (default 8G)\n"
 		"  --write-size SIZE   bytes of the write legs (default: the big file's size)\n"
@@ -86,17 +87,19 @@ static void usage(FILE *f)
 		"  write16m  the big file's size written from GPU memory to a new file, 16 MiB calls,\n"
 		"            then fdatasync            write8t  the same by 8 threads, one range each\n"
 		"  gpu1      the hot big file in one call       gpu2  the same into two GPUs at once\n"
+		"  dev1      gpu1 into GPU 1 (GPU 1 against GPU 0, two-GPU machines)\n"
 		"  fanout2   one call placing the file on two GPUs (where the library has that call)\n"
 		"Ceilings (rows with backend ceiling-*, measured in the same command):\n"
 		"  ceiling-disk   host-memory reads of the same files, same order: threads x pread (the sync\n"
-		"                 legs' shape) and one thread with a deep io_uring (async/batch shape);\n"
-		"                 before and after the backends' legs, the higher kept\n"
+		"                 legs' shape), one thread with io_uring 128 x 1 MiB deep (the library's own\n"
+		"                 shape), 16 MiB requests for large files; every shape before the legs, the\n"
+		"                 best again after them, the highest kept\n"
 		"  ceiling-h2d    pinned host-to-GPU copy, best of 16/64/256 MiB copies (memcpy without GPU)\n"
 		"  ceiling-host   buffered pread of the hot big file, 16 threads and all cores x 1 MiB\n"
 		"  ceiling-write  pinned host memory written O_DIRECT, 1 and 8 threads x 16 MiB + fdatasync\n"
 		"A ratio beside a row compares it with its ceiling; 'BEATS IT' marks a ceiling beaten by\n"
 		"more than 5 %% (the ceiling was under-measured). +-N%%/R: spread of R runs around the median.\n",
-		"seq16m,files1t,rand4k,write16m,write8t,gpu1,gpu2,fanout2");
+		"seq16m,files1t,rand4k,write16m,write8t,gpu1,dev1,gpu2,fanout2");
 }
 
 /* Every item of a comma list must be one of allowed (or an extra word). */

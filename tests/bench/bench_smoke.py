@@ -36,8 +36,11 @@ for r in rows:
         assert float(r["p50_us"]) > 0 and float(r["p99_us"]) >= float(r["p50_us"])
     if r["mode"] in ("sync", "async", "stream", "batch") and r["backend"].startswith("opends:"):
         assert int(r["verified"]) > 0, f"{r['mode']}: nothing verified"
-# gpu2 and fanout2 need two GPUs: said as n/a, not dropped silently
-assert "gpu2" in p.stdout and "fanout2" in p.stdout and "n/a" in p.stdout
+# dev1, gpu2 and fanout2 need two GPUs: said as n/a, not dropped silently
+assert "dev1" in p.stdout and "gpu2" in p.stdout and "fanout2" in p.stdout and "n/a" in p.stdout
+# the disk ceiling: every shape before the legs, the best one again after
+disk = [r["config"] for r in rows if r["backend"] == "ceiling-disk"]
+assert any("before the legs" in c for c in disk) and any("after the legs" in c for c in disk), disk
 r = subprocess.run([sys.executable, os.path.join(here, "..", "..", "bench", "report"), out],
                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
 print(r.stdout)

@@ -233,37 +233,49 @@ out:
 }
 #endif
 
-unsigned ceiling_disk(const struct dataset *ds, const unsigned *order, bool direct, unsigned threads,
-		      unsigned deep, struct leg_result *out, unsigned max,
-		      void (*prepare)(const struct dataset *ds, bool cold))
+unsigned ceiling_shapes(const struct dataset *ds, unsigned threads, struct disk_shape *out, unsigned max)
 {
 	unsigned n = 0;
-	/* several shapes: the ceiling is the best of them, and one shape is
-	 * not enough (threads × pread under-reports some disks) */
-	static const size_t blocks[] = { 4u << 20, 1u << 20 };
-	for (unsigned b = 0; b < 2 && n < max; b++) {
-		prepare(ds, direct);
-		pread_config(ds, order, direct, threads, blocks[b], &out[n++]);
-	}
+	bool large = ds->max_size >= (64u << 20); /* each cold pass of 8 GiB costs 5-8 s: fewer shapes */
+#define SHAPE(u, w, b)                                                          \
+	do {                                                                    \
+		if (n < max)                                                    \
+			out[n++] = (struct disk_shape){ (u), (w), (size_t)(b) }; \
+	} while (0)
+	/* threads x pread, the sync legs' shape; 4 MiB blocks only for files
+	 * between 1 and 64 MiB (smaller: both block sizes read the same) */
+	SHAPE(false, threads, 1u << 20);
+	if (ds->max_size > (1u << 20) && !large)
+		SHAPE(false, threads, 4u << 20);
 	/* one thread reading 16 MiB at a time, as cuFile's compatibility mode
-	 * reads a large file (it beat the shapes above by 19-28 % on the
+	 * reads a large file (it beat the pread shapes by 19-28 % on the
 	 * H200's virtio disk) */
-	if (ds->max_size >= (64u << 20) && n < max) {
-		prepare(ds, direct);
-		pread_config(ds, order, direct, 1, 16u << 20, &out[n++]);
-	}
+	if (large)
+		SHAPE(false, 1, 16u << 20);
 #ifdef BENCH_HAVE_URING
-	unsigned qds[2] = { 32, deep > 128 ? 128 : deep };
-	for (unsigned q = 0; q < 2 && n < max; q++) {
-		if (q == 1 && qds[1] <= 32)
-			break;
-		prepare(ds, direct);
-		uring_config(ds, order, direct, qds[q], 1u << 20, &out[n++]);
-	}
-#else
-	(void)deep;
+	/* deep queues, the library's shape: its io_uring backend keeps up to
+	 * 8 workers x 16 chunks of 1 MiB in flight, and on a061cd5 its cold
+	 * 8 GiB read beat every shape above by 52 % (virtio wants depth) */
+	if (!large)
+		SHAPE(true, 32, 1u << 20);
+	SHAPE(true, 128, 1u << 20);
+	if (large)
+		SHAPE(true, 16, 16u << 20); /* large requests, deep */
 #endif
+#undef SHAPE
 	return n;
+}
+
+void ceiling_shape_run(const struct dataset *ds, const unsigned *order, bool direct, const struct disk_shape *sh,
+		       struct leg_result *r)
+{
+#ifdef BENCH_HAVE_URING
+	if (sh->uring) {
+		uring_config(ds, order, direct, sh->width, sh->block, r);
+		return;
+	}
+#endif
+	pread_config(ds, order, direct, sh->width, sh->block, r);
 }
 
 void ceiling_host(const struct dataset *ds, unsigned threads, size_t block, struct leg_result *r)

@@ -20,15 +20,20 @@ struct leg_result {
 	double mib_min, mib_max; /* spread over the runs */
 };
 
-/* Host-memory reads over the dataset's files in the legs' order (order:
- * file indexes, NULL for creation order): direct when cold, buffered when
- * hot; threads × pread at 4 MiB and 1 MiB blocks (the sync legs' shape) and
- * one thread with an io_uring 32 and `deep` in flight (the async and batch
- * legs' shape). prepare(ds, cold) runs before each shape. Returns the
- * number of configurations written to out (<= max). */
-unsigned ceiling_disk(const struct dataset *ds, const unsigned *order, bool direct, unsigned threads,
-		      unsigned deep, struct leg_result *out, unsigned max,
-		      void (*prepare)(const struct dataset *ds, bool cold));
+/* ceiling-disk: host-memory reads over the dataset's files in the legs'
+ * order (order: file indexes, NULL for creation order), direct when cold,
+ * buffered when hot, in several shapes, the best of which is the ceiling:
+ * threads x pread (the sync legs' shape), one thread with a deep io_uring
+ * (the async/batch legs' shape and the library's own: up to 128 x 1 MiB in
+ * flight), and for large files 16 MiB requests. */
+struct disk_shape {
+	bool uring;     /* one thread, an io_uring of width entries; else width threads x pread */
+	unsigned width;
+	size_t block;
+};
+unsigned ceiling_shapes(const struct dataset *ds, unsigned threads, struct disk_shape *out, unsigned max);
+void ceiling_shape_run(const struct dataset *ds, const unsigned *order, bool direct, const struct disk_shape *sh,
+		       struct leg_result *r);
 /* Buffered pread of the (hot) dataset by threads × block into pinned
  * host memory: the ceiling-host of the caller legs. */
 void ceiling_host(const struct dataset *ds, unsigned threads, size_t block, struct leg_result *r);

@@ -56,13 +56,20 @@ void write_machine(const char *gpu);
  * (dataset, backend) and false. */
 bool bench_driver_open(const char *backend, const char *dataset);
 
-/* Progress on stderr for legs over a second, only on a terminal. */
+/* Progress on stderr for legs over a second, only on a terminal; in a log
+ * a line as each leg starts. A thread also watches for a leg stuck past
+ * --leg-timeout + 30 s: its row is written as hung and the command ends
+ * with exit status 3. */
 void progress_init(void);
 void progress_start(const char *label, uint64_t total_bytes);
 void progress_add(uint64_t bytes);
 uint64_t progress_bytes(void);
 void progress_stop(void);
 void progress_end(void);
+/* a new part of the same leg (a ceiling's next shape): a fresh time limit */
+void progress_lap(void);
+/* seconds since progress_init (the command's start) */
+double progress_elapsed(void);
 
 /* r->config becomes pre + r->config + post (cut to fit). */
 void config_wrap(struct leg_result *r, const char *pre, const char *post);

@@ -23,8 +23,8 @@
 #include "gpu.h"
 #include "stats.h"
 
-const char *const caller_names[] = { "seq16m", "files1t", "rand4k", "write16m", "write8t", "gpu1", "gpu2", "fanout2",
-				     NULL };
+const char *const caller_names[] = { "seq16m", "files1t", "rand4k", "write16m", "write8t", "gpu1", "dev1", "gpu2",
+				     "fanout2", NULL };
 
 int open_reg(const char *path, int flags, opends_handle_t *fh)
 {
@@ -301,6 +301,7 @@ struct gpus {
 	struct caller *c;
 	char *dest[2];
 	unsigned n;
+	int dev0; /* the first GPU's index (dev1: 1) */
 };
 
 static int gpu_leg(void *ctx, struct leg_result *r)
@@ -313,7 +314,7 @@ static int gpu_leg(void *ctx, struct leg_result *r)
 	prepare_cache(g->c->ds, false);
 	begin(g->c, r, f->size * g->n, &c0, &t0);
 	for (unsigned i = 0; i < g->n; i++)
-		o[i] = (struct one_call){ f, (int)i, g->dest[i], 0 };
+		o[i] = (struct one_call){ f, g->dev0 + (int)i, g->dest[i], 0 };
 	unsigned started = st_run_threads(g->n, one_call_worker, o, sizeof(o[0]));
 	end(r, c0, t0);
 	for (unsigned i = 0; i < g->n; i++)
@@ -321,11 +322,11 @@ static int gpu_leg(void *ctx, struct leg_result *r)
 			r->error = i < started ? o[i].err : -EAGAIN;
 	r->bytes = r->error ? 0 : f->size * g->n;
 	r->files = g->n;
-	snprintf(r->config, sizeof(r->config), "opends_sync_read of the whole file in one call, %u thread%s, one per GPU",
-		 g->n, g->n == 1 ? "" : "s");
+	snprintf(r->config, sizeof(r->config), "opends_sync_read of the whole file in one call, %u thread%s, %s",
+		 g->n, g->n == 1 ? "" : "s", g->n > 1 ? "one per GPU" : g->dev0 ? "into GPU 1" : "into GPU 0");
 	for (unsigned i = 0; i < g->n && !r->error; i++) {
 		if (opt.use_gpu)
-			gpu_bind_device((int)i);
+			gpu_bind_device(g->dev0 + (int)i);
 		r->error = verify_dest(g->dest[i], f, f->size);
 	}
 	if (opt.use_gpu)
@@ -379,16 +380,17 @@ static void gpu_record(struct caller *c, struct gpus *g, leg_fn fn, const char *
 	record(&k, &r);
 }
 
-/* gpu1, then (two GPUs) gpu2 and fanout2 into a second buffer on GPU 1 */
+/* gpu1, then (two GPUs) dev1, gpu2 and fanout2 with a second buffer on
+ * GPU 1 */
 static void gpu_legs(struct caller *c, const char *bn, char *dest)
 {
 	uint64_t size = c->ds->files[0].size;
-	struct gpus g = { c, { dest, NULL }, 1 };
+	struct gpus g = { c, { dest, NULL }, 1, 0 };
 	if (caller_wanted("gpu1"))
 		gpu_record(c, &g, gpu_leg, "gpu1", bn);
 	*(void **)&fanout = dlsym(RTLD_DEFAULT, "opends_sync_read_fanout");
 	bool two = opt.use_gpu && gpu_count() >= 2, said = false;
-	if (!caller_wanted("gpu2") && !(caller_wanted("fanout2") && fanout))
+	if (!caller_wanted("gpu2") && !caller_wanted("dev1") && !(caller_wanted("fanout2") && fanout))
 		goto na;
 	if (two && !(g.dest[1] = gpu_alloc_on(1, size))) {
 		gpu_bind_device(0);
@@ -398,6 +400,10 @@ static void gpu_legs(struct caller *c, const char *bn, char *dest)
 		said = true;
 	}
 	gpu_bind_device(0);
+	if (two && caller_wanted("dev1")) { /* issue 19: GPU 1 alone, against gpu1 (GPU 0) */
+		struct gpus d1 = { c, { g.dest[1], NULL }, 1, 1 };
+		gpu_record(c, &d1, gpu_leg, "dev1", bn);
+	}
 	g.n = 2;
 	if (two && caller_wanted("gpu2"))
 		gpu_record(c, &g, gpu_leg, "gpu2", bn);
@@ -411,6 +417,8 @@ static void gpu_legs(struct caller *c, const char *bn, char *dest)
 na:
 	if (!two && !said && caller_wanted("gpu2"))
 		record_na(bn, "gpu2", "opends", "needs two GPUs");
+	if (!two && !said && caller_wanted("dev1"))
+		record_na(bn, "dev1", "opends", "needs two GPUs");
 	if (caller_wanted("fanout2") && (!fanout || !two))
 		record_na(bn, "fanout2", "opends",
 			  !fanout ? "the library has no read-once-place-everywhere call (opends_sync_read_fanout)"

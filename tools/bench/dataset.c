@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #endif
 #include "dataset.h"
+#include "stats.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -272,6 +273,7 @@ int ds_generate(struct dataset *ds, unsigned threads, bool verbose)
 	if (rc)
 		return rc;
 	struct gen_ctx g = { .ds = ds };
+	uint64_t t_gen = st_now_ns();
 	if (threads < 1)
 		threads = 1;
 	if (threads > ds->nfiles)
@@ -304,8 +306,8 @@ int ds_generate(struct dataset *ds, unsigned threads, bool verbose)
 	for (unsigned i = 0; i < started; i++)
 		pthread_join(t[i], NULL);
 	free(t);
-	if (verbose)
-		fprintf(stderr, "\n");
+	if (verbose) /* the time, for the log's account of where time goes */
+		fprintf(stderr, " in %.1f s\n", st_seconds(t_gen, st_now_ns()));
 	rc = atomic_load(&g.err);
 	if (rc)
 		return rc;
