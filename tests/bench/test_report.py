@@ -124,3 +124,52 @@ def test_chart_says_why_it_is_missing(tmp_path):
         assert why is None and (tmp_path / "report.png").exists()
     except ImportError:
         assert "matplotlib" in why and not (tmp_path / "report.png").exists()
+
+
+def test_split_sweep_and_ceiling_h2d_of_the_same_command(tmp_path):
+    # a sweep split over two calls: records.csv and records-part2.csv read as one folder
+    write(tmp_path, [("-", "copy", "ceiling-h2d", "-", 1, 1, "50000", 0),
+                     ("big", "seq16m", "opends:uring", "hot", 1, 1, "40000", 0, 1, "device")])
+    os.rename(tmp_path / "records.csv", tmp_path / "records-part2.csv")
+    with open(tmp_path / "records.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(COLS)
+        w.writerow(["t1", "-", "copy", "ceiling-h2d", "-", 1, 1, "40000", 0])
+        w.writerow(["t1", "filesize8gib", "sync", "opends:uring", "hot", 1, 1, "36000", 0])
+    (tmp_path / "records-other.csv").write_text("not,ours\n")  # not a records file: ignored
+    rows = report.load_dir(str(tmp_path))
+    assert len(rows) == 4
+    # each leg is read against the copy ceiling its own command measured
+    seq = row_of(report.caller_table(rows), "seq16m")
+    assert seq[4] == "ceiling-h2d 50000" and seq[5] == "0.80"  # (the peers' columns are n/a, dropped)
+    hot = row_of(report.summary_table(rows), "filesize8gib sync hot")
+    assert hot[2] == "ceiling-h2d 40000" and hot[3] == "0.90"
+
+
+def test_many_tensors_rows_and_summary(tmp_path):
+    log = tmp_path / "many.log"
+    log.write_text("20000 tensors x 16384 bytes = 327.7 MB; framework torch, device cuda:0\n"
+                   "  opends           one  median 0.0100 s  32.77 GB/s  (best 0.0090 s, 36.41 GB/s)\n"
+                   "  opends           many median 0.0400 s  8.19 GB/s  (best 0.0350 s, 9.36 GB/s)\n"
+                   "  opends           many/one = 0.25 by medians, 0.26 by best runs\n"
+                   "  safetensors      many median 0.3000 s  1.09 GB/s  (best 0.2900 s, 1.13 GB/s)\n")
+    assert report.add_many_tensors(str(log), str(tmp_path)) == 0
+    rows = report.load_dir(str(tmp_path))
+    assert [(r["mode"], r["backend"]) for r in rows] == [("one", "opends"), ("many", "opends"),
+                                                        ("many", "safetensors")]
+    assert rows[1]["mib_s"] == round(20000 * 16384 / 2**20 / 0.04, 1)
+    line = next(l for l in report.summary_table(rows).splitlines() if "issue 22" in l)
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    assert cells[3] == "0.25" and "safetensors 1042" in cells[2] and "fastsafetensors n/a" in cells[2]
+    assert report.add_many_tensors(str(tmp_path / "records.csv"), str(tmp_path)) == 1  # no figures: refused
+
+
+def test_dev1_against_gpu1(tmp_path):
+    rows = write(tmp_path, [
+        ("big", "gpu1", "opends:uring", "hot", 1, 1, "40000", 0, 1, "device"),
+        ("big", "dev1", "opends:uring", "hot", 1, 1, "38000", 0, 1, "device"),
+    ])
+    d = row_of(report.caller_table(rows), "dev1")
+    assert d[4] == "gpu1 40000" and d[5] == "0.95"  # (the peers' columns are n/a, dropped)
+    s = next(l for l in report.summary_table(rows).splitlines() if "issue 19: dev1" in l)
+    assert s.rstrip(" |").endswith("0.95")
