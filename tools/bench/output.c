@@ -153,7 +153,11 @@ static double ceiling_for(const struct rec *k, const char **name)
 		*name = two > 0 && (two < host || host <= 0) ? "vs 2x gpu1" : "ceiling-host";
 		return two > 0 && (two < host || host <= 0) ? two : host;
 	}
-	if (!strcmp(k->mode, "rand4k") || !strcmp(k->mode, "fanout2"))
+	if (!strcmp(k->mode, "fanout2")) { /* bytes placed / s against one GPU's read (issue 19: >= 1.8) */
+		*name = "vs gpu1";
+		return row_of(k->dataset, "gpu1", "opends:");
+	}
+	if (!strcmp(k->mode, "rand4k"))
 		return 0;
 	*name = "ceiling-disk";
 	return ceiling_of(k->dataset, k->cache, *name);
