@@ -10,7 +10,7 @@
 #      write8t, gpu1, dev1 (GPU 1 alone: issue 19), gpu2, fanout2, with the
 #      ceilings and the posix, cuFile and KvikIO peers;
 #   D. the cuFile drop-in against NVIDIA's libcufile, 1 and 8 threads, hot
-#      and cold (issue 21);
+#      and cold (issue 21), as rows of records.csv;
 #   E. the safetensors load (P7, python/bench_safetensors.py) and F. 20,000
 #      small tensors against one file (issue 22, python/bench_many_tensors.py),
 #      both as rows of records.csv;
@@ -211,6 +211,7 @@ if [ "${DROPIN:-1}" = 1 ] && in_part 1; then
 						--threads=$t 2>&1 | tee -a "$LOGS/cufile-dropin.log"
 				done
 			done
+			python3 bench/report --add-dropin "$LOGS/cufile-dropin.log" "$res"
 		else
 			echo "drop-in bench or library not built (bench: '$dbench', library: '$dlib')"
 		fi

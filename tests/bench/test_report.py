@@ -173,3 +173,21 @@ def test_dev1_against_gpu1(tmp_path):
     assert d[4] == "gpu1 40000" and d[5] == "0.95"  # (the peers' columns are n/a, dropped)
     s = next(l for l in report.summary_table(rows).splitlines() if "issue 19: dev1" in l)
     assert s.rstrip(" |").endswith("0.95")
+
+
+def test_dropin_rows_and_summary(tmp_path):
+    log = tmp_path / "dropin.log"
+    log.write_text(
+        "lib=nvidia-cufile mode=hot mem=device size_mib=8192 chunk_mib=16 threads=1 seconds=0.810 GB/s=10.61 "
+        "h2d_ceiling_GB/s=53.84 ratio=0.20\n"
+        "lib=opends-dropin mode=hot mem=device size_mib=8192 chunk_mib=16 threads=1 seconds=0.405 GB/s=21.21 "
+        "h2d_ceiling_GB/s=55.41 ratio=0.38\n"
+        "some other line\n"
+        "lib=opends-dropin mode=cold mem=device size_mib=8192 chunk_mib=16 threads=8 seconds=5.104 GB/s=1.68 FAILED\n")
+    assert report.add_dropin(str(log), str(tmp_path)) == 0
+    rows = report.load_dir(str(tmp_path))
+    assert [(r["backend"], r["mode"], r["cache"], r["error"]) for r in rows] == [
+        ("cufile", "read1t", "hot", 0), ("opends:dropin", "read1t", "hot", 0), ("opends:dropin", "read8t", "cold", -5)]
+    assert rows[1]["mib_s"] == round(8192 / 0.405, 1)
+    line = next(l for l in report.summary_table(rows).splitlines() if "drop-in, hot" in l)
+    assert line.rstrip(" |").endswith("2.00") and "NVIDIA libcufile 10114" in line
