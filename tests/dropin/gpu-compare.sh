@@ -74,7 +74,7 @@ run1() {
 # the installed cuFile) has its answers left out of both sides: the
 # drop-in mirrors cuFile 1.20 and has them all.
 declare -A row_of=([cuFileExportPCIeTopology]=topology_ [cuFileDriverGetP2PFlags]=p2p_get_
-	[cuFileDriverSetP2PFlags]=p2p_set_)
+	[cuFileDriverSetP2PFlags]=p2p_set_ [cuFileReadv]=readv [cuFileWritev]=writev)
 absent_pattern() {
 	local f pat='^= [^ ]* absent$'
 	for f in $(sed -n 's/^= \(cuFile[A-Za-z0-9_]*\) absent$/\1/p' "$OUT/$1.nvidia.out" | sort -u); do

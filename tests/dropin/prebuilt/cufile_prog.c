@@ -135,9 +135,12 @@ static CUfileHandle_t reg(int fd, CUfileError_t *e)
 	return fh;
 }
 
-/* a sync call's result: bytes, -errno-style -1 with errno, or -CU_FILE_* */
-static void show_io(const char *name, ssize_t r, int err)
+/* a sync call's result: bytes, -1 with errno, or -CU_FILE_*. errno is
+ * read here, after the call: show_io(name, cuFileRead(...)) evaluates the
+ * call first, where an errno argument might have been read before it. */
+static void show_io(const char *name, ssize_t r)
 {
+	int err = errno;
 	if (r == -1)
 		printf("= %s -1 errno %s\n", name, err == EIO ? "EIO" : err == EBADF ? "EBADF" : err == EINVAL ? "EINVAL"
 							     : strerror(err));
@@ -156,6 +159,8 @@ typedef CUfileError_t (*fn_p2pget)(int, int *);
 typedef CUfileError_t (*fn_p2pset)(int, int);
 typedef CUfileError_t (*fn_slabset)(const size_t *, const size_t *, int);
 typedef CUfileError_t (*fn_slabget)(size_t *, size_t *, int);
+typedef ssize_t (*fn_rwv)(CUfileHandle_t, const CUfileIOVec_t *, size_t, off_t, unsigned);
+
 
 static void *sym(const char *name)
 {
@@ -232,6 +237,37 @@ static void newer_api(bool open)
 		if (stop && !open)
 			printf("= bar_opened_the_driver %d\n", (int)stop().err);
 	}
+}
+
+/* cuFileReadv (1.20): three segments at consecutive file offsets, a short
+ * read at the end of the file, and misuse */
+static void readv_checks(CUfileHandle_t fh, uint8_t *buf)
+{
+	fn_rwv rv = (fn_rwv)sym("cuFileReadv");
+	if (!rv)
+		return;
+	CUfileIOVec_t iov[3] = { { buf, 5000 }, { buf + 8192, 70000 }, { buf + 131072, 4096 } };
+	ssize_t r = rv(fh, iov, 3, 12345, 0);
+	show_io("readv", r);
+	if (r != 79096)
+		FAIL("cuFileReadv of 3 segments: %zd", r);
+	check_bytes(buf, 0, 12345, 5000, "readv segment 0");
+	check_bytes(buf, 8192, 12345 + 5000, 70000, "readv segment 1");
+	check_bytes(buf, 131072, 12345 + 75000, 4096, "readv segment 2");
+	CUfileIOVec_t tail[2] = { { buf, 4096 }, { buf + 65536, 4096 } };
+	r = rv(fh, tail, 2, FSIZE - 6000, 0);
+	show_io("readv_short_at_eof", r);
+	if (r != 6000)
+		FAIL("cuFileReadv across the end of the file: %zd", r);
+	check_bytes(buf, 0, FSIZE - 6000, 4096, "readv at EOF, segment 0");
+	check_bytes(buf, 65536, FSIZE - 1904, 1904, "readv at EOF, segment 1");
+	errno = 0;
+	show_io("readv_flags", rv(fh, iov, 3, 0, 1));
+	errno = 0;
+	show_io("readv_negative_offset", rv(fh, iov, 3, -4096, 0));
+	errno = 0;
+	show_io("readv_null_iov", rv(fh, NULL, 3, 0, 0));
+	show_io("readv_zero_segments", rv(fh, iov, 0, 0, 0));
 }
 
 int main(int argc, char **argv)
@@ -347,22 +383,22 @@ int main(int argc, char **argv)
 		ssize_t r = cuFileRead(fh, buf, rd[i].size, (off_t)rd[i].off, (off_t)rd[i].boff);
 		char n[32];
 		snprintf(n, sizeof n, "read_%zu", i);
-		show_io(n, r, errno);
+		show_io(n, r);
 		if (r != (ssize_t)rd[i].size)
 			FAIL("cuFileRead(%zu at %zu) = %zd", rd[i].size, rd[i].off, r);
 		check_bytes(buf, rd[i].boff, rd[i].off, rd[i].size, n);
 	}
-	show_io("read_at_eof", cuFileRead(fh, buf, 4096, FSIZE, 0), errno);
+	show_io("read_at_eof", cuFileRead(fh, buf, 4096, FSIZE, 0));
 	printf("= buf_register %d\n", (int)cuFileBufRegister(buf, SPAN, 0).err);
 	printf("= buf_register_again %d\n", (int)cuFileBufRegister(buf, SPAN, 0).err);
 	ssize_t r = cuFileRead(fh, buf, 65536, 8192, 4096);
-	show_io("read_registered", r, errno);
+	show_io("read_registered", r);
 	if (r != 65536)
 		FAIL("read into the registered buffer: %zd", r);
 	check_bytes(buf, 4096, 8192, 65536, "read_registered");
 	/* sizes past the limits: beyond the registered range */
 	errno = 0;
-	show_io("read_past_registered", cuFileRead(fh, buf, SPAN, 0, 4096), errno);
+	show_io("read_past_registered", cuFileRead(fh, buf, SPAN, 0, 4096));
 	errno = EDOM; /* does the call leave errno as it was? */
 	r = cuFileRead(fh, buf, SPAN, 0, 4096);
 	printf("# read_past_registered_errno_was_EDOM %zd errno %s\n", r, errno == EDOM ? "EDOM" : strerror(errno));
@@ -373,10 +409,10 @@ int main(int argc, char **argv)
 	/* misuse of the data path */
 	errno = 0;
 	r = cuFileRead(fh, buf, 4096, -4096, 0);
-	show_io("read_negative_offset", r, errno);
+	show_io("read_negative_offset", r);
 	errno = 0;
 	r = cuFileWrite(fh, buf, 4096, 0, 0);
-	show_io("write_read_only_fd", r, errno);
+	show_io("write_read_only_fd", r);
 
 	/* batch: four reads; then one cancelled before its status is asked */
 	CUfileBatchHandle_t b = NULL;
@@ -426,6 +462,7 @@ int main(int argc, char **argv)
 	e = cuFileBatchIOGetStatus(b, 0, &nr, ev, &ts);
 	printf("= batch_status_after_cancel %d events %u\n", (int)e.err, nr);
 	cuFileBatchIODestroy(b);
+	readv_checks(fh, buf);
 	cuFileHandleDeregister(fh);
 	close(rfd);
 
@@ -435,10 +472,20 @@ int main(int argc, char **argv)
 	printf("= handle_register_write_only %d\n", (int)e.err);
 	m_put(buf, oracle, 65536);
 	r = cuFileWrite(wfh, buf, 65536, 4096, 0);
-	show_io("write", r, errno);
+	show_io("write", r);
+	/* cuFileWritev (1.20): two segments at consecutive offsets from 200000,
+	 * the second from the middle of the buffer */
+	fn_rwv wv_fn = (fn_rwv)sym("cuFileWritev");
+	if (wv_fn) {
+		CUfileIOVec_t wv[2] = { { buf, 3000 }, { buf + 40000, 9000 } };
+		r = wv_fn(wfh, wv, 2, 200000, 0);
+		show_io("writev", r);
+		if (r != 12000)
+			FAIL("cuFileWritev of 2 segments: %zd", r);
+	}
 	errno = 0;
 	r = cuFileRead(wfh, buf, 4096, 0, 0);
-	show_io("read_write_only_fd", r, errno);
+	show_io("read_write_only_fd", r);
 	size_t asz = 4096;
 	off_t afoff = 0, aboff = 0;
 	ssize_t aret = -12345;
@@ -460,6 +507,9 @@ int main(int argc, char **argv)
 	int cfd = open(wpath, O_RDONLY);
 	if (!back || cfd < 0 || pread(cfd, back, 65536, 4096) != 65536 || memcmp(back, oracle, 65536))
 		FAIL("the file written through cuFileWrite does not hold the bytes");
+	if (wv_fn && (pread(cfd, back, 12000, 200000) != 12000 || memcmp(back, oracle, 3000) ||
+		       memcmp(back + 3000, oracle + 40000, 9000)))
+		FAIL("the file written through cuFileWritev does not hold the bytes");
 	close(cfd);
 	free(back);
 
