@@ -129,6 +129,44 @@ static ssize_t plain_rw(struct ods_io *io, int fd, char *buf, size_t size, off_t
 	return io->opcode == OPENDS_READ ? ods_pread_full(fd, buf, size, off) : ods_pwrite_full(fd, buf, size, off);
 }
 
+/* Fill [from, to) of buf with what the buffered path reads of the file at
+ * off + from, and zeros where the file now ends before: the bytes a direct
+ * transfer (or cuFile) wrote past a short count after a concurrent
+ * truncation become bytes of the result, so nothing past the count the
+ * call returns is written (issue 15 item 10). Returns to or -errno. */
+static ssize_t refill(struct ods_io *io, char *buf, size_t from, size_t to, off_t off)
+{
+	ssize_t r = buffered_rw(io, buf + from, to - from, off + (off_t)from);
+	if (r < 0)
+		return r;
+	memset(buf + from + r, 0, to - from - (size_t)r);
+	return (ssize_t)to;
+}
+
+/* The block-aligned middle of a read on the caller's direct fd. Where the
+ * file ends inside a block (it was truncated after the caller's size
+ * check), the device has written the whole block into buf although the
+ * read returns fewer bytes: the rest of that block is refilled. */
+static ssize_t direct_read(struct ods_io *io, char *buf, size_t size, off_t off)
+{
+	size_t done = 0;
+	while (done < size) {
+		ssize_t r = pread(io->fh->fd, buf + done, size - done, off + (off_t)done);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			break;
+		done += (size_t)r;
+		if (done & (ODS_ALIGN - 1)) {
+			size_t end = (done | (ODS_ALIGN - 1)) + 1;
+			return refill(io, buf, done, end < size ? end : size, off);
+		}
+	}
+	return (ssize_t)done;
+}
+
 /* Host-memory transfer of [off, off+size) to or from buf. */
 static ssize_t host_rw(struct ods_io *io, char *buf, size_t size, off_t off)
 {
@@ -158,7 +196,8 @@ static ssize_t host_rw(struct ods_io *io, char *buf, size_t size, off_t off)
 			return r;
 	}
 	off_t m0 = off + (off_t)s.head, m1 = m0 + (off_t)s.mid;
-	r = plain_rw(io, h->fd, buf + s.head, s.mid, m0);
+	r = io->opcode == OPENDS_READ ? direct_read(io, buf + s.head, s.mid, m0)
+				      : plain_rw(io, h->fd, buf + s.head, s.mid, m0);
 	if (r == -EINVAL) /* the device wants a larger alignment */
 		r = buffered_rw(io, buf + s.head, s.mid, m0);
 	if (r < 0)

@@ -23,6 +23,14 @@
  *                  deregisters hundreds of ranges below it, moving and
  *                  reallocating the registry (item 9: the refusal read the
  *                  registry after unlocking it; ThreadSanitizer reports it).
+ *   trunc_direct   one thread cuts a file to 60 KiB + 96 and extends it back
+ *                  to 64 KiB, over and over, while another reads 64 KiB
+ *                  through an O_DIRECT fd (sync and async) into memory
+ *                  filled with a canary (item 10: a direct read that met
+ *                  the moved EOF inside a block returned 96 bytes of it
+ *                  but the device had written the whole block). Every
+ *                  returned byte is the file's or a zero of the extension;
+ *                  no byte past the returned count is written.
  *
  * Exit 0 pass, 1 fail, 77 skip. Backend from OPENDS_BACKEND.
  */
@@ -377,10 +385,73 @@ static void case_buf_register(double seconds)
 	printf("buf_register: %u overlapping registrations refused during registry churn\n", refused);
 }
 
+/* ---- trunc_direct ----------------------------------------------------- */
+
+#define TD_SIZE (64u << 10)
+#define TD_CUT (TD_SIZE - 4000u)
+static atomic_bool td_stop;
+static char td_path[PATH_MAX + 32];
+
+static void *td_cutter(void *arg)
+{
+	int f = *(int *)arg;
+	while (!atomic_load(&td_stop))
+		if (ftruncate(f, TD_CUT) || ftruncate(f, TD_SIZE))
+			R_FAIL("ftruncate: %s", strerror(errno));
+	return NULL;
+}
+
+static void case_trunc_direct(double seconds)
+{
+	r_phase = "trunc_direct";
+	snprintf(td_path, sizeof(td_path), "%s/trunc", r_tmpdir("races"));
+	int wf = open(td_path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	R_CHECK(wf >= 0, "open: %s", strerror(errno));
+	uint8_t *mem = aligned_alloc(4096, TD_SIZE + 8192);
+	r_fill(mem, TD_SIZE, 5, 0);
+	R_CHECK(pwrite(wf, mem, TD_SIZE, 0) == TD_SIZE, "pwrite");
+	int rf = open(td_path, O_RDONLY | O_DIRECT);
+	if (rf < 0)
+		r_skip("O_DIRECT: %s", strerror(errno));
+	opends_handle_t h;
+	R_TRY(opends_handle_register(&h, rf));
+	pthread_t t;
+	pthread_create(&t, NULL, td_cutter, &wf);
+	double t0 = r_now();
+	unsigned long reads = 0, shorter = 0;
+	while (r_now() - t0 < seconds) {
+		memset(mem, 0xcc, TD_SIZE + 8192);
+		ssize_t r;
+		if (reads % 2) {
+			r = opends_sync_read(h, mem, TD_SIZE, 0, 0);
+		} else {
+			opends_async_future_t f;
+			R_TRY(opends_async_read(h, mem, TD_SIZE, 0, 0, &f));
+			r = opends_async_await(&f);
+		}
+		R_CHECK(r >= (ssize_t)TD_CUT && r <= (ssize_t)TD_SIZE, "read %lu returned %zd", reads, r);
+		for (size_t i = 0; i < (size_t)r; i++)
+			R_CHECK(mem[i] == r_pat(5, i) || (i >= TD_CUT && mem[i] == 0),
+				"read %lu: byte %zu is 0x%02x, neither the file's nor 0", reads, i, mem[i]);
+		for (size_t i = (size_t)r; i < TD_SIZE + 8192; i++)
+			R_CHECK(mem[i] == 0xcc, "read %lu returned %zd but wrote byte %zu of the buffer", reads, r, i);
+		shorter += r < (ssize_t)TD_SIZE;
+		reads++;
+	}
+	atomic_store(&td_stop, true);
+	pthread_join(t, NULL);
+	R_TRY(opends_handle_deregister(h));
+	close(rf);
+	close(wf);
+	free(mem);
+	printf("trunc_direct: %lu direct reads of a file cut and extended meanwhile (%lu short), none wrote "
+	       "past its count\n", reads, shorter);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2)
-		R_FAIL("usage: test_races batch_submit|batch_collect|batch_timeout|buf_register [N]");
+		R_FAIL("usage: test_races batch_submit|batch_collect|batch_timeout|buf_register|trunc_direct [N]");
 	const char *c = argv[1];
 	double n = argc > 2 ? atof(argv[2]) : 0;
 	r_watchdog(240);
@@ -393,6 +464,8 @@ int main(int argc, char **argv)
 		case_batch_timeout();
 	else if (!strcmp(c, "buf_register"))
 		case_buf_register(n > 0 ? n : 2);
+	else if (!strcmp(c, "trunc_direct"))
+		case_trunc_direct(n > 0 ? n : 2);
 	else
 		R_FAIL("unknown case %s", c);
 	teardown();

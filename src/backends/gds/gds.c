@@ -439,6 +439,28 @@ static ssize_t posix_piece(const struct ods_io *io, size_t skip, size_t size)
 	return ods_posix_rw(&sub);
 }
 
+/* A cuFile read came back short of the n bytes the file had when the call
+ * began: another thread or process truncated the file meanwhile, and cuFile
+ * (like a read past EOF) may have written [from, n) of the buffer. Those
+ * bytes become part of the result: what the POSIX path reads there now,
+ * zeros where the file ends before n. Nothing past the returned count is
+ * written (issue 15 item 10); docs/errors.md has the rule. */
+static ssize_t refill(struct ods_io *io, size_t from, size_t n)
+{
+	ssize_t r = posix_piece(io, from, n - from);
+	if (r < 0)
+		return r;
+	static const char zeros[64 * 1024];
+	for (size_t at = from + (size_t)r; at < n;) {
+		size_t k = n - at < sizeof(zeros) ? n - at : sizeof(zeros);
+		int rc = ods_drv.accel->copy_to_device(io->buf + at, zeros, k);
+		if (rc)
+			return -rc;
+		at += k;
+	}
+	return (ssize_t)n;
+}
+
 /* device memory through cuFile, with the buffer's context current */
 static ssize_t cufile_path_rw(struct ods_io *io, struct gds_handle *g)
 {
@@ -460,7 +482,10 @@ static ssize_t cufile_path_rw(struct ods_io *io, struct gds_handle *g)
 		 * holds EOF through the POSIX path instead fixed this too, but
 		 * hung stream-ordered reads on the H200.) */
 		size_t n = ods_handle_valid(io->fh, io->off, io->size);
-		return n ? cufile_rw(io, g->cfh, base, boff, n, io->off) : 0;
+		ssize_t got = n ? cufile_rw(io, g->cfh, base, boff, n, io->off) : 0;
+		if (got >= 0 && (size_t)got < n)
+			got = refill(io, (size_t)got, n); /* truncated meanwhile */
+		return got;
 	}
 	if (!io->fh->direct)
 		return cufile_rw(io, g->cfh, base, boff, io->size, io->off);
