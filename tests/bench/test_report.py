@@ -181,7 +181,7 @@ def test_dropin_rows_and_summary(tmp_path):
         "lib=nvidia-cufile mode=hot mem=device size_mib=8192 chunk_mib=16 threads=1 seconds=0.810 GB/s=10.61 "
         "h2d_ceiling_GB/s=53.84 ratio=0.20\n"
         "lib=opends-dropin mode=hot mem=device size_mib=8192 chunk_mib=16 threads=1 seconds=0.405 GB/s=21.21 "
-        "h2d_ceiling_GB/s=55.41 ratio=0.38\n"
+        "h2d_ceiling_GB/s=55.41 ratio=0.38 passes=3 GB/s_min..max=20.00..22.00\n"
         "some other line\n"
         "lib=opends-dropin mode=cold mem=device size_mib=8192 chunk_mib=16 threads=8 seconds=5.104 GB/s=1.68 FAILED\n")
     assert report.add_dropin(str(log), str(tmp_path)) == 0
@@ -189,5 +189,6 @@ def test_dropin_rows_and_summary(tmp_path):
     assert [(r["backend"], r["mode"], r["cache"], r["error"]) for r in rows] == [
         ("cufile", "read1t", "hot", 0), ("opends:dropin", "read1t", "hot", 0), ("opends:dropin", "read8t", "cold", -5)]
     assert rows[1]["mib_s"] == round(8192 / 0.405, 1)
+    assert rows[1]["repeats"] == 3 and rows[1]["mib_s_max"] == round(22e9 / 2**20, 1)  # median of 3 passes
     line = next(l for l in report.summary_table(rows).splitlines() if "drop-in, hot" in l)
     assert line.rstrip(" |").endswith("2.00") and "NVIDIA libcufile 10114" in line
