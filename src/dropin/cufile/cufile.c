@@ -154,7 +154,8 @@ static ssize_t io_ret(ssize_t r, int opcode, int caller_errno)
 		errno = (int)-r;
 		return -1;
 	case -CU_FILE_INVALID_MAPPING_RANGE:
-		/* past the registered buffer: NVIDIA says -1, errno untouched */
+		/* past the registered buffer: NVIDIA says -1 (its errno is
+		 * not known: left as the caller had it) */
 		errno = caller_errno;
 		return -1;
 	case -EBADF:
