@@ -16,6 +16,11 @@
  *    streams registered with fixed arguments, some reads of many pieces),
  *    then the same on the late source: every read exact, none hangs (under
  *    a watchdog).
+ * All of it with hostdev's stream queues bounded (OPENDS_HOSTDEV_QUEUE_MAX):
+ * a call that queues a command on a full stream blocks, as on CUDA, so an
+ * operation of more commands than a queue holds needs the dispatcher to
+ * drain it while the caller is still queueing (the 8 GiB read that hung on
+ * the H200).
  */
 #include "test_stream_common.h"
 #include "test_stream_late.h"
@@ -128,6 +133,11 @@ int main(int argc, char **argv)
 	t_write_pattern_file(path, F, hashpat);
 	oracle = t_oracle(F, hashpat);
 
+	/* hostdev's streams take at most 16 commands queued, as a CUDA stream
+	 * blocks the caller when its queue is full: an operation of more
+	 * commands than that must still complete (the dispatcher has to
+	 * know it before its last commands are queued) */
+	setenv("OPENDS_HOSTDEV_QUEUE_MAX", "16", 1);
 	t_driver_open();
 	printf("backend %s\n", opends_driver_backend());
 	int fd = t_open(path, O_RDONLY, false);

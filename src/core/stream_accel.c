@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "stream.h"
 
@@ -115,6 +116,9 @@ struct piece {
 			       the device into the slot first (past EOF) */
 	struct ods_io io;
 	struct piece *wnext; /* waiting for the general operation */
+	bool opened;         /* its gate was opened (never twice: a passed
+				gate may already serve another operation) */
+	bool lost;           /* its wait was refused: the layer keeps the gate */
 };
 
 /* An operation on an accelerator stream. The plan (pieces, copies) is
@@ -154,7 +158,10 @@ struct aop {
 	struct piece *waiting;
 	ssize_t result;       /* the general operation's */
 	atomic_uint finished;
-	atomic_uint refs;     /* the caller enqueuing it; the stream's end */
+	atomic_uint refs;     /* the caller enqueuing it; the stream's end;
+				 each piece started and not yet finished */
+	atomic_bool cut;      /* queueing failed after the dispatcher got it */
+	atomic_bool unlinked; /* ... and the dispatcher has let go of it */
 	atomic_llong short_at; /* reads: lowest op offset where data ended */
 	atomic_long err;
 	struct piece p[];
@@ -197,40 +204,41 @@ static void op_put(struct aop *op)
 /* A piece is over. Each opens its gate, except the last piece's, which
  * opens when every piece is over and the result is published. Once the
  * last gate is open the stream may copy the last piece and write the
- * final count, and the dispatcher may then free op. */
+ * final count, and the dispatcher may then drop the stream's reference;
+ * the piece's own reference keeps op until the end of this function. */
 static void piece_finish(struct aop *op, struct piece *pc)
 {
-	unsigned n = op->n; /* op may be gone once the count is bumped */
-	if (pc->idx != n - 1)
-		ods_drv.accel->streams->gate_open(pc->gate);
-	if (atomic_fetch_add(&op->finished, 1) + 1 != n) {
-		ods_dispatch_kick(); /* a copy can run: its counter moves soon */
-		return;
+	const struct ods_accel_streams *acc = ods_drv.accel->streams;
+	unsigned n = op->n;
+	if (pc->idx != n - 1) {
+		pc->opened = true;
+		acc->gate_open(pc->gate);
 	}
-	ssize_t r;
-	if (op->mirror) {
-		r = op->result;
-	} else if ((r = atomic_load(&op->err)) == 0) {
-		/* a read ends where the file ended; but the bytes a truncation
-		 * took after the call, up to the size planned then, were
-		 * written as zeros (piece_done, piece_start) and count as read,
-		 * as the sync paths count them: nothing past the result is
-		 * written */
-		long long end = atomic_load(&op->short_at);
-		if (op->a.opcode == OPENDS_READ && end < (long long)op->valid0)
-			end = (long long)op->valid0;
-		r = (long long)op->size0 < end ? (ssize_t)op->size0 : (ssize_t)end;
+	if (atomic_fetch_add(&op->finished, 1) + 1 == n) {
+		ssize_t r;
+		if (op->mirror) {
+			r = op->result;
+		} else if ((r = atomic_load(&op->err)) == 0) {
+			/* a read ends where the file ended; but the bytes a
+			 * truncation took after the call, up to the size planned
+			 * then, were written as zeros (piece_done, piece_start)
+			 * and count as read, as the sync paths count them:
+			 * nothing past the result is written */
+			long long end = atomic_load(&op->short_at);
+			if (op->a.opcode == OPENDS_READ && end < (long long)op->valid0)
+				end = (long long)op->valid0;
+			r = (long long)op->size0 < end ? (ssize_t)op->size0 : (ssize_t)end;
+		}
+		*op->a.result = r;
+		op->p[n - 1].opened = true;
+		acc->gate_open(op->p[n - 1].gate);
+		/* without staging, nothing queued after the gate needs op:
+		 * this is the stream's end of it */
+		if (!op->stage)
+			op_put(op);
 	}
-	*op->a.result = r;
-	/* without staging, nothing queued after the gate needs op: this is
-	 * the stream's end of it; with staging, the dispatcher may free op
-	 * as soon as the gate is open and the last copy is done */
-	bool staged = op->stage != NULL;
-	ods_drv.accel->streams->gate_open(op->p[op->n - 1].gate);
-	if (!staged)
-		op_put(op);
-	else
-		ods_dispatch_kick();
+	ods_dispatch_kick(); /* a copy can run: a counter moves soon */
+	op_put(op);          /* the piece's */
 }
 
 /* Mirror mode: the general operation is over; the slot gets what the
@@ -309,6 +317,7 @@ static void piece_done(struct ods_io *io)
 /* Start one piece (on the dispatcher, or for fixed arguments the caller). */
 static void piece_start(struct aop *op, struct piece *pc)
 {
+	atomic_fetch_add(&op->refs, 1); /* piece_finish drops it */
 	if (op->mirror) {
 		pthread_mutex_lock(&op->lock);
 		bool done = op->general_done;
@@ -404,6 +413,11 @@ static int poll_watch(void)
 	int moved = 0;
 	for (struct aop **pp = &watch; *pp;) {
 		struct aop *op = *pp;
+		if (atomic_load(&op->cut)) { /* op_cut_posted waits for this */
+			*pp = op->wnext;
+			atomic_store(&op->unlinked, true);
+			continue;
+		}
 		uint32_t m = acc->counter_read(op->progress);
 		if (m == op->seen && op->begun) {
 			pp = &op->wnext;
@@ -462,18 +476,19 @@ static int prep_piece(struct aop *op, void *stream, unsigned i, bool *queued)
 	return rc;
 }
 
-/* Queue the whole operation. 0, or the first failure; *queued says
- * whether anything reached the stream before it, op->nq how many waits.
- * The stream says how far it got through the counter: "reached" (unless
- * the arguments were read at the call), then after each piece's copy; no
- * host function, each of which would hold the stream for a round trip to
- * the host. Piece i + k reuses piece i's slot: what it needs first is
- * queued after piece i's copy (read) or wait (write), before the counter
- * says i + 1. Without a plan: one host function, one gate. */
-static int queue_op(struct aop *op, void *stream, bool *queued)
+/* Queueing an operation, in two parts. 0, or the first failure; *queued
+ * says whether anything reached the stream before it, op->nq how many
+ * waits. The stream says how far it got through the counter: "reached"
+ * (unless the arguments were read at the call), then after each piece's
+ * copy; no host function, each of which would hold the stream for a
+ * round trip to the host. Piece i + k reuses piece i's slot: what it needs
+ * first is queued after piece i's copy (read) or wait (write), before the
+ * counter says i + 1. Without a plan: one host function, one gate.
+ * queue_head: what comes before the first wait: the first k pieces' gates
+ * (and copies into their slots), then "reached" or the host function. */
+static int queue_head(struct aop *op, void *stream, bool *queued)
 {
 	const struct ods_accel_streams *acc = ods_drv.accel->streams;
-	bool read = op->a.opcode == OPENDS_READ;
 	int rc = 0;
 	unsigned i;
 	*queued = false;
@@ -489,15 +504,46 @@ static int queue_op(struct aop *op, void *stream, bool *queued)
 		return rc;
 	}
 	*queued = *queued || op->base || !op->stage;
-	for (i = 0; i < op->n; i++) {
+	return 0;
+}
+
+/* A staged operation's first wait is queued: fixed reads start, and the
+ * dispatcher watches it before the rest is queued. An accelerator may
+ * block a call while the stream's queue is full (CUDA does), and only the
+ * dispatcher can then let the stream drain it, starting pieces as the
+ * counter moves. */
+static void op_launch(struct aop *op)
+{
+	if (!op->base) {
+		op->started = op->k;
+		for (unsigned i = 0; i < op->k; i++)
+			piece_start(op, &op->p[i]);
+	}
+	ods_dispatch_post(&op->task);
+}
+
+/* The waits, copies, later pieces' gates and counts; *posted: op_launch
+ * ran. */
+static int queue_body(struct aop *op, void *stream, bool *queued, bool *posted)
+{
+	const struct ods_accel_streams *acc = ods_drv.accel->streams;
+	bool read = op->a.opcode == OPENDS_READ;
+	int rc;
+	for (unsigned i = 0; i < op->n; i++) {
 		if ((rc = acc->stream_wait(op->sdev, stream, op->p[i].gate))) {
-			op->p[i].gate = NULL; /* lost: the layer keeps it */
+			/* the layer keeps the gate; a piece started at the
+			 * call may still open it */
+			op->p[i].lost = true;
 			return rc;
 		}
 		*queued = true;
 		op->nq = i + 1;
 		if (!op->stage)
 			continue;
+		if (i == 0) {
+			op_launch(op);
+			*posted = true;
+		}
 		if (read &&
 		    (rc = acc->stream_copy(op->sdev, stream, dev_of(op, i), slot_of(op, i), op->p[i].len, true)))
 			return rc;
@@ -510,8 +556,9 @@ static int queue_op(struct aop *op, void *stream, bool *queued)
 }
 
 /* Part of the operation reached the stream and the rest could not (the
- * accelerator failed under us). Nothing of it has started. Every piece
- * whose wait is queued completes now with the error: the result is
+ * accelerator failed under us). No piece of it is in flight (none started,
+ * or op_cut_posted waited for them). Every piece whose wait is queued and
+ * whose gate is still shut completes now with the error: the result is
  * published, and the gates open, so the stream never waits on them. What
  * is queued (copies, counter writes, a host function) may run any time
  * later and still uses op, its staging and its counter: they are kept in
@@ -522,13 +569,14 @@ static void op_cut(struct aop *op, int rc)
 {
 	const struct ods_accel_streams *acc = ods_drv.accel->streams;
 	for (unsigned i = op->nq; i < op->n; i++)
-		if (op->p[i].gate)
+		if (op->p[i].gate && !op->p[i].lost)
 			acc->gate_put(op->p[i].gate), op->p[i].gate = NULL;
 	if (op->stage && op->a.opcode == OPENDS_READ && op->valid0 >= op->size0)
 		memset(op->stage, 0, op->slot * op->k);
 	*op->a.result = -(ssize_t)rc;
 	for (unsigned i = 0; i < op->nq; i++)
-		acc->gate_open(op->p[i].gate);
+		if (!op->p[i].opened)
+			acc->gate_open(op->p[i].gate);
 	atomic_store(&op->queued, 2);
 	if (op->a.opcode == OPENDS_WRITE)
 		atomic_fetch_sub(&awrites, 1); /* it writes nothing */
@@ -537,6 +585,22 @@ static void op_cut(struct aop *op, int rc)
 	quarantine = op;
 	pthread_mutex_unlock(&astreams_lock);
 	ainflight_add(-1);
+}
+
+/* As op_cut, for a staged operation the dispatcher already has (queue_body
+ * failed): the dispatcher lets go of it and starts no more pieces, the
+ * pieces in flight end (each opens its own gate), then op_cut completes
+ * the rest. Pieces' reads end on their own: this waits for no stream. */
+static void op_cut_posted(struct aop *op, int rc)
+{
+	atomic_store(&op->cut, true);
+	ods_dispatch_kick();
+	/* left: the caller's reference and the stream's end */
+	while (!atomic_load(&op->unlinked) || atomic_load(&op->refs) > 2) {
+		struct timespec ts = { 0, 50000 };
+		nanosleep(&ts, NULL);
+	}
+	op_cut(op, rc);
 }
 
 static opends_error_t accel_enqueue(const char *fn, const struct ods_sargs *a, opends_stream_t stream)
@@ -616,7 +680,7 @@ static opends_error_t accel_enqueue(const char *fn, const struct ods_sargs *a, o
 	}
 	ainflight_add(1);
 	bool queued;
-	rc = queue_op(op, stream, &queued);
+	rc = queue_head(op, stream, &queued);
 	if (rc && !queued) {
 		op_put(op); /* nothing reached the stream: both references */
 		op_put(op);
@@ -626,14 +690,19 @@ static opends_error_t accel_enqueue(const char *fn, const struct ods_sargs *a, o
 		op_cut(op, rc);
 		return ods_err(rc, 0);
 	}
-	if (early) {
-		op->started = op->k;
-		for (unsigned i = 0; i < op->k; i++)
-			piece_start(op, &op->p[i]);
+	bool posted = false;
+	if ((rc = queue_body(op, stream, &queued, &posted))) {
+		if (posted) {
+			op_cut_posted(op, rc);
+		} else if (!queued) {
+			op_put(op);
+			op_put(op);
+		} else {
+			op_cut(op, rc);
+		}
+		return ods_err(rc, 0);
 	}
-	if (plan)
-		ods_dispatch_post(&op->task);
-	else
+	if (!plan)
 		atomic_store(&op->queued, 1);
 	op_put(op);
 	return ods_ok();
