@@ -403,12 +403,38 @@ OPENDS_API ssize_t opends_sync_read_fanout(opends_handle_t fh, void *const *bufs
 OPENDS_API opends_error_t opends_device_count(unsigned *count);
 
 /*
- * OpenDS extension: one line on device `device` (0 to count - 1): its name,
- * PCI address, link (speed and width), NUMA node, and the devices it has
- * peer access to (NVLink-class where the link has native atomics), e.g.
- * "cuda:0 NVIDIA H200, PCI 00000000:19:00.0, link 32.0 GT/s PCIe x16, NUMA
- * node 0; peer cuda:1 (NVLink-class, rank 0)". Written to buf, truncated to
- * len - 1 bytes and always terminated.
+ * OpenDS extension: what the accelerator layer knows of one device, as
+ * opends-info reports it. Numbers it does not know are -1, strings "".
+ */
+typedef struct opends_device_props {
+	char layer[16];       /* the accelerator layer: "cuda", "hostdev" */
+	char name[96];        /* "NVIDIA H200"; "simulated device" under hostdev */
+	char pci_bus_id[32];  /* as the driver gives it, e.g. "0000:19:00.0"; "" if none */
+	int numa_node;        /* the host NUMA node nearest the device */
+	int pcie_gen;         /* the link to the host now: PCIe generation (1 to 6) */
+	int pcie_width;       /* and lanes (x16: 16) */
+	/* bit j: the device reaches device j's memory directly (peer copies
+	 * without host staging; opends_sync_read_fanout uses them) */
+	uint64_t peers;
+	/* bit j (a subset of peers): that link has native atomics, which NVLink
+	 * has and PCIe peer-to-peer has not ("NVLink-class") */
+	uint64_t peers_nvlink;
+	uint64_t reserved[4]; /* zero */
+} opends_device_props_t;
+
+/*
+ * OpenDS extension: fill *props for device `device` (0 to count - 1).
+ * Errors: OPENDS_INVALID_VALUE (device out of range, props NULL),
+ * OPENDS_DRIVER_NOT_INITIALIZED.
+ */
+OPENDS_API opends_error_t opends_device_get_properties(unsigned device, opends_device_props_t *props);
+
+/*
+ * OpenDS extension: the same as one line on device `device`: its name, PCI
+ * address, link, NUMA node, and the devices it has peer access to, e.g.
+ * "cuda:0 NVIDIA H200, PCI 0000:19:00.0, link PCIe gen 5 x16, NUMA node 0;
+ * peers cuda:1 (NVLink-class)". Written to buf, truncated to len - 1 bytes
+ * and always terminated.
  * Errors: OPENDS_INVALID_VALUE (device out of range, buf NULL or len 0),
  * OPENDS_DRIVER_NOT_INITIALIZED.
  */

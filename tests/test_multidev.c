@@ -3,7 +3,8 @@
  * simulated devices (OPENDS_HOSTDEV_DEVICES=4; device d >= 1 owns the
  * addresses [HOSTDEV_BASE + d * HOSTDEV_SPAN, + HOSTDEV_SPAN), see
  * src/accel/host/host.c), so the per-device logic runs without a GPU:
- *  - opends_device_count / opends_device_describe;
+ *  - opends_device_count / _get_properties / _describe (exact fields, the
+ *    simulated NUMA nodes of OPENDS_HOSTDEV_NUMA);
  *  - sync, async and batch reads into, and writes from, buffers on every
  *    device, byte-exact against the oracle, bytes around untouched;
  *  - streams: opends_stream_create gives streams of devices 0, 1, 2, 3 in
@@ -42,19 +43,49 @@ static void map_devices(void)
 
 static void devices(void)
 {
-	t_phase = "device count and describe";
+	t_phase = "device count, properties and describe";
 	unsigned n = 0;
 	OK(opends_device_count(&n));
 	CHECKF(n == NDEV, "opends_device_count: %u, expected %d", n, NDEV);
+	/* OPENDS_HOSTDEV_NUMA=0,-1,1 (main): device 3 has no entry */
+	const int numa[NDEV] = { 0, -1, 1, -1 };
+	for (unsigned d = 0; d < n; d++) {
+		opends_device_props_t p;
+		memset(&p, 0x5a, sizeof p);
+		OK(opends_device_get_properties(d, &p));
+		CHECKF(!strcmp(p.layer, "hostdev") && !strcmp(p.name, "simulated device") && !strcmp(p.pci_bus_id, ""),
+		       "device %u: layer \"%s\" name \"%s\" bus \"%s\"", d, p.layer, p.name, p.pci_bus_id);
+		CHECKF(p.numa_node == numa[d] && p.pcie_gen == -1 && p.pcie_width == -1,
+		       "device %u: NUMA node %d (want %d), PCIe gen %d x%d (want -1, -1)", d, p.numa_node, numa[d],
+		       p.pcie_gen, p.pcie_width);
+		uint64_t others = ((1ull << NDEV) - 1) & ~(1ull << d);
+		CHECKF(p.peers == others && p.peers_nvlink == 0, "device %u: peers %#llx nvlink %#llx, want %#llx and 0", d,
+		       (unsigned long long)p.peers, (unsigned long long)p.peers_nvlink, (unsigned long long)others);
+		for (int k = 0; k < 4; k++)
+			CHECKF(p.reserved[k] == 0, "device %u: reserved[%d] not zeroed", d, k);
+	}
+	const char *want[NDEV] = {
+		"hostdev:0 simulated device, NUMA node 0; peers hostdev:1, hostdev:2, hostdev:3",
+		"hostdev:1 simulated device, NUMA node unknown; peers hostdev:0, hostdev:2, hostdev:3",
+		"hostdev:2 simulated device, NUMA node 1; peers hostdev:0, hostdev:1, hostdev:3",
+		"hostdev:3 simulated device, NUMA node unknown; peers hostdev:0, hostdev:1, hostdev:2",
+	};
 	char line[256];
 	for (unsigned d = 0; d < n; d++) {
 		OK(opends_device_describe(d, line, sizeof line));
-		char want[32];
-		snprintf(want, sizeof want, "hostdev:%u ", d);
-		CHECKF(!strncmp(line, want, strlen(want)), "device %u described as \"%s\"", d, line);
+		CHECKF(!strcmp(line, want[d]), "device %u described as \"%s\", want \"%s\"", d, line, want[d]);
 	}
+	t_phase = "describe truncates and terminates";
+	memset(line, 'x', sizeof line);
+	OK(opends_device_describe(2, line, 12));
+	CHECKF(!strcmp(line, "hostdev:2 s") && line[12] == 'x', "truncated to \"%.20s\"", line);
+	t_phase = "device argument errors";
+	opends_device_props_t p;
+	EXPECT_ERR(opends_device_get_properties(n, &p), OPENDS_INVALID_VALUE);
+	EXPECT_ERR(opends_device_get_properties(0, NULL), OPENDS_INVALID_VALUE);
 	EXPECT_ERR(opends_device_describe(n, line, sizeof line), OPENDS_INVALID_VALUE);
 	EXPECT_ERR(opends_device_describe(0, NULL, 8), OPENDS_INVALID_VALUE);
+	EXPECT_ERR(opends_device_describe(0, line, 0), OPENDS_INVALID_VALUE);
 	EXPECT_ERR(opends_device_count(NULL), OPENDS_INVALID_VALUE);
 }
 
@@ -252,7 +283,17 @@ int main(void)
 	setenv("OPENDS_HOSTDEV_DEVICES", "2x", 1);
 	EXPECT_ERR(opends_driver_open(), OPENDS_INVALID_VALUE);
 
+	setenv("OPENDS_HOSTDEV_DEVICES", "2", 1);
+	const char *bad_numa[] = { "0,1,2", "x", "0,", "-2", "1024", "0;1" };
+	for (size_t i = 0; i < sizeof bad_numa / sizeof *bad_numa; i++) {
+		setenv("OPENDS_HOSTDEV_NUMA", bad_numa[i], 1);
+		EXPECT_ERR(opends_driver_open(), OPENDS_INVALID_VALUE);
+		CHECKF(strstr(t_detail(), "OPENDS_HOSTDEV_NUMA"), "detail \"%s\" for NUMA \"%s\"", t_detail(),
+		       bad_numa[i]);
+	}
+
 	setenv("OPENDS_HOSTDEV_DEVICES", "4", 1);
+	setenv("OPENDS_HOSTDEV_NUMA", "0,-1,1", 1);
 	map_devices();
 	t_driver_open();
 	printf("backend %s\n", opends_driver_backend());

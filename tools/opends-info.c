@@ -1,6 +1,7 @@
 /*
  * opends-info: what this machine offers OpenDS — each backend and
- * accelerator layer, usable or not and why, the one auto picks, O_DIRECT
+ * accelerator layer, usable or not and why, the one auto picks, every
+ * device of the accelerator layer (its link, NUMA node and peers), O_DIRECT
  * support of given paths, and the effective configuration.
  *
  *   opends-info [--json] [PATH...]   folders: O_DIRECT support; files: also
@@ -209,13 +210,80 @@ static void describe_files(int n, char **paths)
 		jclose(']');
 }
 
+/* JSON: a number, or null where the library says -1 (unknown) */
+static void jint(int v)
+{
+	if (v < 0)
+		fputs("null", stdout);
+	else
+		printf("%d", v);
+}
+
+/* JSON: the devices whose bits are set, as an array of indexes */
+static void jbits(const char *key, uint64_t bits)
+{
+	jopen(key, '[');
+	for (unsigned j = 0; j < 64; j++)
+		if (bits >> j & 1) {
+			printf("%s%u", sep, j);
+			sep = ",";
+		}
+	jclose(']');
+}
+
+/* Every device the accelerator layer sees (driver open): index, name, bus,
+ * PCIe link, NUMA node and peers (NVLink-class where the link has native
+ * atomics). */
+static void describe_devices(void)
+{
+	unsigned n = 0;
+	opends_device_count(&n);
+	if (json)
+		jopen("devices", '[');
+	else
+		printf("\ndevices: %u\n", n);
+	for (unsigned d = 0; d < n; d++) {
+		opends_device_props_t p;
+		char line[1024];
+		if (opends_device_get_properties(d, &p).err || opends_device_describe(d, line, sizeof(line)).err)
+			continue;
+		if (!json) {
+			printf("  %s\n", line);
+			continue;
+		}
+		jopen(NULL, '{');
+		jkey("index");
+		printf("%u", d);
+		jkey("layer");
+		jstr(p.layer);
+		jkey("name");
+		jstr(p.name);
+		jkey("pci_bus_id");
+		jstr(p.pci_bus_id[0] ? p.pci_bus_id : NULL);
+		jkey("numa_node");
+		jint(p.numa_node);
+		jkey("pcie_gen");
+		jint(p.pcie_gen);
+		jkey("pcie_width");
+		jint(p.pcie_width);
+		jbits("peers", p.peers);
+		jbits("nvlink_peers", p.peers_nvlink);
+		jkey("describe");
+		jstr(line);
+		jclose('}');
+	}
+	if (json)
+		jclose(']');
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: opends-info [--json] [PATH...]\n"
 		   "       opends-info --help | --version\n\n"
 		   "Reports what this machine offers OpenDS: the configuration read from the OPENDS_*\n"
 		   "environment variables, the backend and accelerator layer the driver opens with,\n"
-		   "each backend and layer usable or not and why, and O_DIRECT support of each PATH\n"
+		   "every device of that layer (name, PCI address, PCIe link, NUMA node, peer access,\n"
+		   "NVLink-class peers), each backend and layer usable or not and why, and O_DIRECT support of each PATH\n"
 		   "(default: . and /dev/shm); for a regular file also the path OpenDS takes for it.\n\n"
 		   "  --json      one JSON object on stdout instead of the text report\n"
 		   "  --help      this text\n"
@@ -304,6 +372,8 @@ int main(int argc, char **argv)
 			printf("\nopends_driver_open fails with this configuration: %s\n  %s\n",
 			       opends_op_status_error(e.err), opends_last_error_detail());
 		}
+		if (json)
+			jopen("devices", '['), jclose(']');
 	} else {
 		opends_drv_props_t props;
 		opends_driver_get_properties(&props);
@@ -326,6 +396,7 @@ int main(int argc, char **argv)
 			printf("\nactive: %s\n  max_direct_io_size %zu bytes, max_batch_io_size %u\n", desc,
 			       props.max_direct_io_size, props.max_batch_io_size);
 		}
+		describe_devices();
 		describe_files(npaths, paths);
 		opends_driver_close();
 	}

@@ -18,7 +18,11 @@
 #ifndef ODS_ACCEL_H
 #define ODS_ACCEL_H
 
+#include <sched.h>
+
 #include "../core/ods_types.h"
+
+struct opends_device_props; /* include/opends.h */
 
 /* ---- pinned host memory and buffer registration ------------------------- */
 struct ods_accel_mem {
@@ -122,11 +126,10 @@ struct ods_accel {
 	enum ods_mem_kind (*classify)(const void *p, unsigned *dev);
 	/* How many devices the layer sees (0 for host). */
 	unsigned (*device_count)(void);
-	/* One line on device dev (name, bus, link, NUMA node, peers); 0 or
-	 * OPENDS_INVALID_VALUE. NULL: no devices to describe. */
-	int (*device_describe)(unsigned dev, char *buf, size_t n);
-	/* The NUMA node nearest device dev, or -1 when unknown. */
-	int (*numa_node)(unsigned dev);
+	/* What the layer knows of device dev (name, bus, link, NUMA node,
+	 * peers) into *p, which the caller zeroed with every number at -1; 0
+	 * or OPENDS_INVALID_VALUE. NULL: no devices to describe. */
+	int (*device_props)(unsigned dev, struct opends_device_props *p);
 	/* Synchronous copies between host memory and device memory (whose
 	 * device is found from the pointer): 0 or an OPENDS_* code. */
 	int (*copy_to_device)(void *dst, const void *src, size_t n);
@@ -142,6 +145,20 @@ struct ods_accel {
 	const struct ods_accel_lanes *lanes;     /* NULL: synchronous copies */
 	const struct ods_accel_streams *streams; /* NULL: host-ordered queues */
 };
+
+/* ---- the NUMA node of a device (src/accel/near.c) --------------------------
+ * A library thread that copies to or from a device runs best on the CPUs of
+ * the device's NUMA node. ods_accel_near_cpus gives them: true with *set =
+ * the CPUs of device dev's node (device_props' numa_node) that the process
+ * may use (its affinity when the driver opened); false when there is nothing
+ * to prefer: node unknown, or that node holds every allowed CPU (machines of
+ * one node) or none. Cached per device until the next open. Each layer with
+ * devices calls ods_accel_near_open at open (node_root: the folder of
+ * node<N>/cpulist, NULL for /sys/devices/system/node) and
+ * ods_accel_near_forget from its forget hook. */
+void ods_accel_near_open(const char *node_root);
+void ods_accel_near_forget(void);
+bool ods_accel_near_cpus(unsigned dev, cpu_set_t *set);
 
 /* The host layer in two modes: "host" (every pointer is host memory) and
  * "hostdev" (simulated devices: every pointer is device memory, copies are

@@ -1,6 +1,6 @@
 /*
  * Several devices in one process: what the accelerator layer sees
- * (opends_device_count, opends_device_describe) and "read once, place
+ * (opends_device_count, opends_device_get_properties, opends_device_describe) and "read once, place
  * everywhere" (opends_sync_read_fanout).
  *
  * The fan-out reads the range from storage once, into the first target,
@@ -12,6 +12,8 @@
  * host is the bound, plus peer copies that are an order of magnitude
  * faster (issue 19: NVLink 390 GB/s, the page cache about 45 GB/s).
  */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,20 +36,81 @@ OPENDS_API opends_error_t opends_device_count(unsigned *count)
 	return ods_ok();
 }
 
-OPENDS_API opends_error_t opends_device_describe(unsigned device, char *buf, size_t len)
+/* 0 with *p filled, or an OPENDS_* code with the detail set */
+static int props_of(const char *fn, unsigned device, opends_device_props_t *p)
 {
 	if (!ods_is_open())
-		return ods_err(ods_fail(OPENDS_DRIVER_NOT_INITIALIZED, "opends_device_describe: the driver is not open"),
-			       0);
-	if (!buf || !len)
-		return ods_err(ods_fail(OPENDS_INVALID_VALUE, "opends_device_describe: buf is NULL or len is 0"), 0);
+		return ods_fail(OPENDS_DRIVER_NOT_INITIALIZED, "%s: the driver is not open", fn);
 	unsigned n = ods_drv.accel->device_count ? ods_drv.accel->device_count() : 0;
-	if (device >= n || !ods_drv.accel->device_describe)
-		return ods_err(ods_fail(OPENDS_INVALID_VALUE, "opends_device_describe: device %u: the %s layer has %u",
-					device, ods_drv.accel->name, n),
+	if (device >= n || !ods_drv.accel->device_props)
+		return ods_fail(OPENDS_INVALID_VALUE, "%s: device %u: the %s layer has %u", fn, device,
+				ods_drv.accel->name, n);
+	memset(p, 0, sizeof(*p));
+	p->numa_node = p->pcie_gen = p->pcie_width = -1;
+	int rc = ods_drv.accel->device_props(device, p);
+	return rc ? ods_fail(rc, "%s: device %u: the %s layer cannot say", fn, device, ods_drv.accel->name) : 0;
+}
+
+OPENDS_API opends_error_t opends_device_get_properties(unsigned device, opends_device_props_t *props)
+{
+	const char *fn = "opends_device_get_properties";
+	if (!props && ods_is_open())
+		return ods_err(ods_fail(OPENDS_INVALID_VALUE, "%s: props is NULL", fn), 0);
+	opends_device_props_t p;
+	int rc = props_of(fn, device, &p);
+	if (rc)
+		return ods_err(rc, 0);
+	*props = p;
+	return ods_ok();
+}
+
+/* appends to buf[*at..n), keeping it terminated when it runs out */
+static void add(char *buf, size_t n, size_t *at, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void add(char *buf, size_t n, size_t *at, const char *fmt, ...)
+{
+	if (*at >= n)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	int k = vsnprintf(buf + *at, n - *at, fmt, ap);
+	va_end(ap);
+	*at = k < 0 ? n : *at + (size_t)k;
+}
+
+OPENDS_API opends_error_t opends_device_describe(unsigned device, char *buf, size_t len)
+{
+	const char *fn = "opends_device_describe";
+	if (!buf || !len)
+		return ods_err(ods_is_open() ? ods_fail(OPENDS_INVALID_VALUE, "%s: buf is NULL or len is 0", fn)
+					     : ods_fail(OPENDS_DRIVER_NOT_INITIALIZED, "%s: the driver is not open", fn),
 			       0);
-	int rc = ods_drv.accel->device_describe(device, buf, len);
-	return rc ? ods_err(rc, 0) : ods_ok();
+	opends_device_props_t p;
+	int rc = props_of(fn, device, &p);
+	if (rc)
+		return ods_err(rc, 0);
+	size_t at = 0;
+	buf[0] = 0;
+	add(buf, len, &at, "%s:%u %s", p.layer, device, p.name[0] ? p.name : "(no name)");
+	if (p.pci_bus_id[0])
+		add(buf, len, &at, ", PCI %s", p.pci_bus_id);
+	if (p.pcie_gen > 0 || p.pcie_width > 0) {
+		add(buf, len, &at, ", link PCIe");
+		if (p.pcie_gen > 0)
+			add(buf, len, &at, " gen %d", p.pcie_gen);
+		if (p.pcie_width > 0)
+			add(buf, len, &at, " x%d", p.pcie_width);
+	}
+	if (p.numa_node >= 0)
+		add(buf, len, &at, ", NUMA node %d", p.numa_node);
+	else
+		add(buf, len, &at, ", NUMA node unknown");
+	const char *lead = "; peers ";
+	for (unsigned j = 0; j < 64; j++)
+		if (p.peers >> j & 1) {
+			add(buf, len, &at, "%s%s:%u%s", lead, p.layer, j, p.peers_nvlink >> j & 1 ? " (NVLink-class)" : "");
+			lead = ", ";
+		}
+	return ods_ok();
 }
 
 /* Copy n bytes of target 0 (src) to target t. 0 or an OPENDS_* code. */

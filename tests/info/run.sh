@@ -48,6 +48,31 @@ PY
 check_json open 'assert d["driver"]["backend"] == "ref" and d["configuration"]["OPENDS_BACKEND"] == "ref"; assert d["files"] and d["files"][0]["describe"]' -- OPENDS_BACKEND=ref
 check_json closed 'assert d["driver"]["error"] == "OPENDS_DRIVER_INVALID_PROPS" and "OPENDS_IO_THREADS" in d["driver"]["detail"]' -- OPENDS_IO_THREADS=abc
 check_json open 'assert d["configuration"]["OPENDS_CUFILE_LIBRARY"] == "/x/" + chr(34) + "q" + chr(34) + chr(92) + "y"' -- 'OPENDS_CUFILE_LIBRARY=/x/"q"\y'
-rm -f /tmp/opends-info-test.$$ /tmp/opends-info-json.$$
+check_json open 'assert d["devices"] == []' -- OPENDS_ACCEL=host OPENDS_BACKEND=ref
+check_json closed 'assert d["devices"] == []' -- OPENDS_IO_THREADS=abc
+
+# every device, on three simulated ones (hostdev's test-only topology: device 1's node unknown)
+devs="OPENDS_ACCEL=hostdev OPENDS_BACKEND=ref OPENDS_HOSTDEV_DEVICES=3 OPENDS_HOSTDEV_NUMA=0,-1,1"
+env $devs "$info" >/tmp/opends-info-test.$$ 2>&1
+sed -n '/^devices:/,/^$/p' /tmp/opends-info-test.$$ >/tmp/opends-info-devs.$$
+cat >/tmp/opends-info-want.$$ <<'WANT'
+devices: 3
+  hostdev:0 simulated device, NUMA node 0; peers hostdev:1, hostdev:2
+  hostdev:1 simulated device, NUMA node unknown; peers hostdev:0, hostdev:2
+  hostdev:2 simulated device, NUMA node 1; peers hostdev:0, hostdev:1
+
+WANT
+if cmp -s /tmp/opends-info-devs.$$ /tmp/opends-info-want.$$; then
+	echo "ok: devices (text)"
+else
+	echo "FAIL: devices (text):"; diff /tmp/opends-info-want.$$ /tmp/opends-info-devs.$$; fails=$((fails + 1))
+fi
+check_json open '
+expect = [dict(index=i, layer="hostdev", name="simulated device", pci_bus_id=None, numa_node=n, pcie_gen=None,
+             pcie_width=None, peers=[j for j in range(3) if j != i], nvlink_peers=[]) for i, n in enumerate([0, None, 1])]
+got = [{k: v for k, v in x.items() if k != "describe"} for x in d["devices"]]
+assert got == expect, got
+assert d["devices"][1]["describe"] == "hostdev:1 simulated device, NUMA node unknown; peers hostdev:0, hostdev:2"' -- $devs
+rm -f /tmp/opends-info-test.$$ /tmp/opends-info-json.$$ /tmp/opends-info-devs.$$ /tmp/opends-info-want.$$
 [ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "opends-info OK"

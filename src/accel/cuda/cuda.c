@@ -222,6 +222,7 @@ static int cuda_open(const struct ods_config *cfg, char *why, size_t why_len)
 		places_free();
 		return OPENDS_DEVICE_NOT_FOUND;
 	}
+	ods_accel_near_open(NULL);
 	return 0;
 }
 
@@ -237,6 +238,7 @@ static void cuda_close(void)
 static void cuda_forget(void)
 {
 	memset(&C, 0, sizeof(C));
+	ods_accel_near_forget();
 	ods_cuda_streams_forget();
 	ods_cu_after_fork();
 }
@@ -267,38 +269,59 @@ static void pci_read(int ordinal, const char *file, char *out, size_t n)
 	out[strcspn(out, "\n")] = 0;
 }
 
-static int cuda_numa_node(unsigned dev)
+/* PCIe generation from sysfs's link speed ("32.0 GT/s PCIe"), -1 unknown */
+static int pcie_gen_of(const char *speed)
 {
-	if (dev >= C.nplaces)
-		return -1;
-	char v[32];
-	pci_read(C.pl[dev]->ordinal, "numa_node", v, sizeof(v));
-	return v[0] ? atoi(v) : -1;
+	static const struct {
+		double gts;
+		int gen;
+	} g[] = { { 2.5, 1 }, { 5, 2 }, { 8, 3 }, { 16, 4 }, { 32, 5 }, { 64, 6 } };
+	double v = speed[0] ? atof(speed) : 0;
+	for (size_t i = 0; i < sizeof(g) / sizeof(*g); i++)
+		if (v > g[i].gts * 0.9 && v < g[i].gts * 1.1)
+			return g[i].gen;
+	return -1;
 }
 
-static int cuda_device_describe(unsigned dev, char *buf, size_t n)
+/* Topology from the driver (name, bus id, host NUMA node, peer access and
+ * whether a peer link has native atomics) and, for what the driver does
+ * not say (the PCIe link; the NUMA node on drivers before 12.2), the
+ * device's PCI folder in sysfs. */
+static int cuda_device_props(unsigned dev, struct opends_device_props *p)
 {
 	if (dev >= (unsigned)C.ndev)
 		return ods_fail(OPENDS_INVALID_VALUE, "device %u: there are %d CUDA devices", dev, C.ndev);
 	CUdevice d = C.pl[dev]->cudev;
-	char name[128] = "?", bus[32] = "?", speed[64], width[16];
-	ods_cu.cuDeviceGetName(name, sizeof(name), d);
-	ods_cu.cuDeviceGetPCIBusId(bus, sizeof(bus), d);
-	pci_read((int)dev, "current_link_speed", speed, sizeof(speed));
-	pci_read((int)dev, "current_link_width", width, sizeof(width));
-	int numa = cuda_numa_node(dev);
-	size_t at = (size_t)snprintf(buf, n, "cuda:%u %s, PCI %s, link %s%s%s, NUMA node %d", dev, name, bus,
-				     speed[0] ? speed : "unknown", width[0] ? " x" : "", width, numa);
-	for (int j = 0; j < C.ndev && at < n; j++) {
-		int can = 0, atomics = 0, rank = 0;
+	snprintf(p->layer, sizeof(p->layer), "cuda");
+	if (ods_cu.cuDeviceGetName(p->name, sizeof(p->name), d) != CUDA_SUCCESS)
+		p->name[0] = 0;
+	if (ods_cu.cuDeviceGetPCIBusId(p->pci_bus_id, sizeof(p->pci_bus_id), d) != CUDA_SUCCESS)
+		p->pci_bus_id[0] = 0;
+	char v[64];
+	int numa = -1;
+#if CUDA_VERSION >= 12020
+	if (ods_cu.cuDeviceGetAttribute(&numa, CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, d) != CUDA_SUCCESS)
+		numa = -1;
+#endif
+	if (numa < 0) {
+		pci_read((int)dev, "numa_node", v, sizeof(v));
+		numa = v[0] ? atoi(v) : -1;
+	}
+	p->numa_node = numa;
+	pci_read((int)dev, "current_link_speed", v, sizeof(v));
+	p->pcie_gen = pcie_gen_of(v);
+	pci_read((int)dev, "current_link_width", v, sizeof(v));
+	p->pcie_width = v[0] && atoi(v) > 0 ? atoi(v) : -1;
+	for (int j = 0; j < C.ndev && j < 64; j++) {
+		int can = 0, atomics = 0;
 		if (j == (int)dev || ods_cu.cuDeviceCanAccessPeer(&can, d, C.pl[j]->cudev) != CUDA_SUCCESS || !can)
 			continue;
-		ods_cu.cuDeviceGetP2PAttribute(&atomics, CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED, d,
-					       C.pl[j]->cudev);
-		ods_cu.cuDeviceGetP2PAttribute(&rank, CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK, d, C.pl[j]->cudev);
+		p->peers |= 1ull << j;
 		/* native atomics over the link: NVLink (PCIe peers have none) */
-		at += (size_t)snprintf(buf + at, n - at, "; peer cuda:%d (%s, rank %d)", j,
-				       atomics ? "NVLink-class" : "PCIe", rank);
+		if (ods_cu.cuDeviceGetP2PAttribute(&atomics, CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED, d,
+						   C.pl[j]->cudev) == CUDA_SUCCESS &&
+		    atomics)
+			p->peers_nvlink |= 1ull << j;
 	}
 	return 0;
 }
@@ -674,8 +697,7 @@ const struct ods_accel ods_accel_cuda = {
 	.forget = cuda_forget,
 	.classify = cuda_classify,
 	.device_count = cuda_device_count,
-	.device_describe = cuda_device_describe,
-	.numa_node = cuda_numa_node,
+	.device_props = cuda_device_props,
 	.copy_to_device = cuda_copy_to_device,
 	.copy_to_host = cuda_copy_to_host,
 	.peer_copy = cuda_peer_copy,

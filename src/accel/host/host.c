@@ -51,12 +51,6 @@ static unsigned host_device_count(void)
 	return 0;
 }
 
-static int host_numa_node(unsigned dev)
-{
-	(void)dev;
-	return -1;
-}
-
 static int host_copy(void *dst, const void *src, size_t n)
 {
 	memcpy(dst, src, n);
@@ -69,7 +63,6 @@ const struct ods_accel ods_accel_host = {
 	.close = host_close,
 	.classify = host_classify,
 	.device_count = host_device_count,
-	.numa_node = host_numa_node,
 	.copy_to_device = host_copy,
 	.copy_to_host = host_copy,
 };
@@ -88,6 +81,31 @@ static unsigned hostdev_n = 1; /* set at open, before any I/O */
 static long fail_after = -1;
 static atomic_ulong pushed_cmds;
 
+/* Test-only simulated topology (like FAIL_AFTER, not configuration):
+ * OPENDS_HOSTDEV_NUMA="n0,n1,..." gives device d the NUMA node nd (-1 or
+ * missing: unknown), and OPENDS_HOSTDEV_NODES a folder standing for
+ * /sys/devices/system/node (node<N>/cpulist), so that the workers' move to
+ * a device's node (src/accel/near.c) is tested on one-node machines. */
+static int hostdev_numa[HOSTDEV_MAX];
+
+static int numa_parse(const char *v, char *why, size_t why_len)
+{
+	for (unsigned d = 0; d < HOSTDEV_MAX; d++)
+		hostdev_numa[d] = -1;
+	for (unsigned d = 0; v && *v; d++) {
+		char *end;
+		long n = strtol(v, &end, 10);
+		if (end == v || (*end && (*end != ',' || !end[1])) || n < -1 || n > 1023 || d >= hostdev_n) {
+			snprintf(why, why_len, "OPENDS_HOSTDEV_NUMA=%s: expected up to %u NUMA nodes (-1 to 1023), comma-separated",
+				 getenv("OPENDS_HOSTDEV_NUMA"), hostdev_n);
+			return OPENDS_INVALID_VALUE;
+		}
+		hostdev_numa[d] = (int)n;
+		v = *end ? end + 1 : end;
+	}
+	return 0;
+}
+
 static int hostdev_open(const struct ods_config *cfg, char *why, size_t why_len)
 {
 	(void)cfg;
@@ -105,6 +123,10 @@ static int hostdev_open(const struct ods_config *cfg, char *why, size_t why_len)
 		}
 		hostdev_n = (unsigned)n;
 	}
+	int rc = numa_parse(getenv("OPENDS_HOSTDEV_NUMA"), why, why_len);
+	if (rc)
+		return rc;
+	ods_accel_near_open(getenv("OPENDS_HOSTDEV_NODES"));
 	return 0;
 }
 
@@ -123,16 +145,16 @@ static unsigned hostdev_device_count(void)
 	return hostdev_n;
 }
 
-static int hostdev_describe(unsigned dev, char *buf, size_t n)
+/* Simulated devices: no bus or link; each reaches every other one
+ * directly (peer copies are memmove), over no NVLink. */
+static int hostdev_props(unsigned dev, struct opends_device_props *p)
 {
 	if (dev >= hostdev_n)
 		return OPENDS_INVALID_VALUE;
-	if (dev == 0)
-		snprintf(buf, n, "hostdev:0 simulated device (every address outside the other devices' ranges)");
-	else
-		snprintf(buf, n, "hostdev:%u simulated device (addresses [0x%llx, +%llu GiB))", dev,
-			 (unsigned long long)(HOSTDEV_BASE + dev * HOSTDEV_SPAN),
-			 (unsigned long long)(HOSTDEV_SPAN >> 30));
+	snprintf(p->layer, sizeof(p->layer), "hostdev");
+	snprintf(p->name, sizeof(p->name), "simulated device");
+	p->numa_node = hostdev_numa[dev];
+	p->peers = ((1ull << hostdev_n) - 1) & ~(1ull << dev);
 	return 0;
 }
 
@@ -481,6 +503,7 @@ static void hostdev_forget(void)
 	S.live = NULL;
 	memset(S.dflt, 0, sizeof(S.dflt));
 	S.next_dev = 0;
+	ods_accel_near_forget();
 }
 
 const struct ods_accel ods_accel_hostdev = {
@@ -490,8 +513,7 @@ const struct ods_accel ods_accel_hostdev = {
 	.forget = hostdev_forget,
 	.classify = hostdev_classify,
 	.device_count = hostdev_device_count,
-	.device_describe = hostdev_describe,
-	.numa_node = host_numa_node,
+	.device_props = hostdev_props,
 	.copy_to_device = host_copy,
 	.copy_to_host = host_copy,
 	.peer_copy = hostdev_peer_copy,
