@@ -5,16 +5,20 @@
  * src/accel/host/host.c), so the per-device logic runs without a GPU:
  *  - opends_device_count / _get_properties / _describe (exact fields, the
  *    simulated NUMA nodes of OPENDS_HOSTDEV_NUMA);
- *  - sync, async and batch reads into, and writes from, buffers on every
- *    device, byte-exact against the oracle, bytes around untouched;
+ *  - sync, async and batch reads into, and sync and async writes from,
+ *    buffers on every device, byte-exact against the oracle, bytes around
+ *    untouched;
  *  - streams: opends_stream_create gives streams of devices 0, 1, 2, 3 in
  *    turn; a stream with a buffer of its device works, with a buffer of
- *    another fails with OPENDS_CONTEXT_MISMATCH naming both devices; the
- *    NULL stream serves a buffer on any device;
+ *    another fails with OPENDS_CONTEXT_MISMATCH naming both devices; stream
+ *    writes from every device; the NULL stream serves a buffer on any
+ *    device;
+ *  - one thread per device at once (sync, and stream on its device's);
  *  - opends_sync_read_fanout: one read placed on every device, byte-exact,
  *    across EOF, and its argument errors;
  *  - a bad OPENDS_HOSTDEV_DEVICES refuses the driver open.
  */
+#include <pthread.h>
 #include <sys/mman.h>
 
 #include "common.h"
@@ -157,6 +161,18 @@ static void families(opends_handle_t fh, const char *wpath)
 	uint8_t *back = t_xmalloc(NDEV * T_MiB);
 	CHECK(t_pread_all(wfd, back, NDEV * T_MiB, 0) == NDEV * T_MiB);
 	VERIFY(back, want, NDEV * T_MiB, "file written from every device");
+
+	t_phase = "async writes from every device at once";
+	opends_async_future_t wf[NDEV];
+	for (int d = 0; d < NDEV; d++) {
+		t_fill_seed(devmem[d], 70 + (uint64_t)d, T_MiB + 9);
+		memcpy(want + (size_t)d * T_MiB, devmem[d] + 9, T_MiB);
+		OK(opends_async_write(wh, devmem[d], T_MiB, (off_t)((size_t)d * T_MiB), 9, &wf[d]));
+	}
+	for (int d = 0; d < NDEV; d++)
+		EXPECT_SSZ_ND(opends_async_await(&wf[d]), (ssize_t)T_MiB);
+	CHECK(t_pread_all(wfd, back, NDEV * T_MiB, 0) == NDEV * T_MiB);
+	VERIFY(back, want, NDEV * T_MiB, "file written by async writes from every device");
 	OK(opends_handle_deregister(wh));
 	close(wfd);
 	free(want);
@@ -187,6 +203,29 @@ static void streams(opends_handle_t fh)
 		VERIFY(devmem[d] + 11, oracle + 333 * d, 5 * T_MiB + 3, "stream read on device %d", d);
 	}
 
+	t_phase = "stream writes from every device, each on a stream of its own";
+	char wpath[PATH_MAX];
+	t_path(wpath, sizeof wpath, "multidev_sw.bin");
+	int wfd = open(wpath, O_CREAT | O_TRUNC | O_RDWR, 0644);
+	CHECK(wfd >= 0);
+	opends_handle_t wh = t_register(wfd);
+	for (int d = 0; d < NDEV; d++) {
+		t_fill_seed(devmem[d], 90 + (uint64_t)d, T_MiB + 4);
+		a[d] = (struct sargs){ T_MiB + 1, (off_t)((size_t)d * (T_MiB + 1)), 3, -1 };
+		OK(opends_stream_write(wh, devmem[d], &a[d].size, &a[d].foff, &a[d].boff, &a[d].res, s[d]));
+	}
+	uint8_t *back = t_xmalloc(T_MiB + 1);
+	for (int d = 0; d < NDEV; d++) {
+		OK(opends_stream_synchronize(s[d]));
+		CHECKF(a[d].res == (ssize_t)(T_MiB + 1), "stream write from device %d: bytes_written %zd", d, a[d].res);
+		CHECK(t_pread_all(wfd, back, T_MiB + 1, (off_t)((size_t)d * (T_MiB + 1))) == T_MiB + 1);
+		VERIFY(back, devmem[d] + 3, T_MiB + 1, "stream write from device %d", d);
+	}
+	free(back);
+	OK(opends_handle_deregister(wh));
+	close(wfd);
+	unlink(wpath);
+
 	t_phase = "a stream of one device with a buffer of another";
 	for (int d = 0; d < NDEV; d++) {
 		int other = (d + 1) % NDEV;
@@ -216,6 +255,56 @@ static void streams(opends_handle_t fh)
 	}
 	for (int d = 0; d < NDEV; d++)
 		OK(opends_stream_destroy(s[d]));
+}
+
+/* one thread per device at once, each into its own device: sync reads,
+ * then stream reads on a stream of its device */
+struct thr {
+	int dev;
+	opends_handle_t fh;
+	opends_stream_t st;
+	int bad;
+};
+
+static void *reader(void *arg)
+{
+	struct thr *t = arg;
+	uint8_t *m = devmem[t->dev];
+	for (int r = 0; r < 16 && !t->bad; r++) {
+		off_t off = (off_t)((size_t)(t->dev * 7 + r) * 65537 % (fsize - 2 * T_MiB));
+		if (r % 2 == 0) {
+			if (opends_sync_read(t->fh, m, 2 * T_MiB, off, 0) != (ssize_t)(2 * T_MiB))
+				t->bad = r + 1;
+		} else {
+			size_t size = 2 * T_MiB;
+			off_t foff = off, boff = 0;
+			ssize_t res = -1;
+			if (opends_stream_read(t->fh, m, &size, &foff, &boff, &res, t->st).err ||
+			    opends_stream_synchronize(t->st).err || res != (ssize_t)(2 * T_MiB))
+				t->bad = r + 1;
+		}
+		if (!t->bad && memcmp(m, oracle + off, 2 * T_MiB))
+			t->bad = r + 1;
+	}
+	return NULL;
+}
+
+static void threads(opends_handle_t fh)
+{
+	t_phase = "one thread per device at once";
+	struct thr t[NDEV];
+	pthread_t th[NDEV];
+	for (int d = 0; d < NDEV; d++) {
+		t[d] = (struct thr){ d, fh, NULL, 0 };
+		OK(opends_stream_create(&t[d].st)); /* devices 0, 1, 2, 3 in turn */
+	}
+	for (int d = 0; d < NDEV; d++)
+		CHECK(pthread_create(&th[d], NULL, reader, &t[d]) == 0);
+	for (int d = 0; d < NDEV; d++) {
+		pthread_join(th[d], NULL);
+		CHECKF(!t[d].bad, "the thread of device %d failed or read wrong bytes (round %d)", d, t[d].bad);
+		OK(opends_stream_destroy(t[d].st));
+	}
 }
 
 static void fanout(opends_handle_t fh)
@@ -310,6 +399,7 @@ int main(void)
 	devices();
 	families(fh, wpath);
 	streams(fh);
+	threads(fh);
 	fanout(fh);
 
 	OK(opends_handle_deregister(fh));

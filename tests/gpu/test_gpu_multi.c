@@ -2,14 +2,18 @@
  * test_gpu_multi: every GPU in one process (issue 19), for any number of
  * GPUs; exit 77 (skip) with fewer than two.
  *
- * For each ordered device pair (c, b), with device c's primary context
- * current on the calling thread and the buffer on device b: sync, async,
- * batch and stream reads into the buffer, byte-exact against the oracle
- * with the bytes around untouched, and a sync write from it read back with
- * pread; a registered buffer on b. Then: a stream of device c with the
- * buffer of device b is OPENDS_CONTEXT_MISMATCH naming both; one thread
- * per GPU reading at once, each into its own device; and
- * opends_sync_read_fanout onto every GPU at once, byte-exact on each.
+ * For each ordered device pair (c, b), b == c included, with device c's
+ * primary context current on the calling thread and the buffer on device
+ * b: sync, async, batch and stream (a stream of b, and the NULL stream)
+ * reads into the buffer, byte-exact against the oracle with the bytes
+ * around untouched; host memory on b's stream; sync, async and stream
+ * writes from it read back with pread; a registered buffer on b; and, for
+ * b != c, a stream of device c with the buffer of device b is
+ * OPENDS_CONTEXT_MISMATCH naming both (the only mismatch). Then: the
+ * device properties against the driver; one batch with an entry on every
+ * device; one thread per GPU at once, each into its own device (sync and
+ * on its own stream); opends_sync_read_fanout onto every GPU, and onto
+ * every GPU plus host memory across EOF, byte-exact on each.
  */
 #include <pthread.h>
 
@@ -161,18 +165,33 @@ static void pair(opends_handle_t fh, int c, int b)
 	CHECKF(a.res == (ssize_t)(2 * T_MiB + 1), "NULL stream read into cuda:%d: bytes_read %zd", b, a.res);
 	check_dev(b, 0, 77, 2 * T_MiB + 1, span, "NULL stream read", c);
 
-	t_phase = "a stream of the current device with a buffer of another";
-	CUstream sc;
-	CU(ods_cu.cuStreamCreate(&sc, CU_STREAM_NON_BLOCKING)); /* device c's */
-	struct sargs x = { 4096, 0, 0, -7 };
-	EXPECT_ERR(opends_stream_read(fh, buf, &x.size, &x.foff, &x.boff, &x.res, sc), OPENDS_CONTEXT_MISMATCH);
-	char w1[24], w2[24];
-	snprintf(w1, sizeof w1, "cuda:%d", c);
-	snprintf(w2, sizeof w2, "cuda:%d", b);
-	CHECKF(strstr(t_detail(), w1) && strstr(t_detail(), w2), "detail \"%s\" does not name both devices", t_detail());
-	CU(ods_cu.cuStreamDestroy(sc));
-	CU(ods_cu.cuCtxSetCurrent(prim[b]));
-	CU(ods_cu.cuStreamDestroy(s));
+	t_phase = "host memory on a stream of the buffer's device";
+	uint8_t *hm = t_xmalloc(2 * T_MiB + 64);
+	memset(hm, T_CANARY, 2 * T_MiB + 64);
+	a = (struct sargs){ 2 * T_MiB, 4097, 32, -1 };
+	OK(opends_stream_read(fh, hm, &a.size, &a.foff, &a.boff, &a.res, s));
+	OK(opends_stream_synchronize(s));
+	CHECKF(a.res == (ssize_t)(2 * T_MiB), "host memory on a stream of cuda:%d: bytes_read %zd", b, a.res);
+	VERIFY(hm + 32, oracle + 4097, 2 * T_MiB, "host memory on a stream of cuda:%d, cuda:%d current", b, c);
+	VERIFY_CANARY(hm, 32, "before the host target");
+	VERIFY_CANARY(hm + 32 + 2 * T_MiB, 32, "after the host target");
+	free(hm);
+
+	if (c != b) {
+		t_phase = "a stream of the current device with a buffer of another";
+		CUstream sc;
+		CU(ods_cu.cuStreamCreate(&sc, CU_STREAM_NON_BLOCKING)); /* device c's */
+		struct sargs x = { 4096, 0, 0, -7 };
+		EXPECT_ERR(opends_stream_read(fh, buf, &x.size, &x.foff, &x.boff, &x.res, sc), OPENDS_CONTEXT_MISMATCH);
+		char w1[24], w2[24];
+		snprintf(w1, sizeof w1, "cuda:%d", c);
+		snprintf(w2, sizeof w2, "cuda:%d", b);
+		CHECKF(strstr(t_detail(), w1) && strstr(t_detail(), w2), "detail \"%s\" does not name both devices",
+		       t_detail());
+		CHECKF(x.res == -7, "a refused stream read wrote bytes_read (%zd)", x.res);
+		EXPECT_ERR(opends_stream_write(fh, buf, &x.size, &x.foff, &x.boff, &x.res, sc), OPENDS_CONTEXT_MISMATCH);
+		CU(ods_cu.cuStreamDestroy(sc));
+	}
 
 	t_phase = "write from a buffer on another device than the current one";
 	int wfd = open(wpath, O_CREAT | O_TRUNC | O_RDWR, 0644);
@@ -187,9 +206,27 @@ static void pair(opends_handle_t fh, int c, int b)
 	uint8_t *back = t_xmalloc(2 * T_MiB);
 	CHECK(t_pread_all(wfd, back, 2 * T_MiB - 1, 1) == 2 * T_MiB - 1);
 	VERIFY(back, host + 1, 2 * T_MiB - 1, "write from cuda:%d with cuda:%d current", b, c);
+
+	t_phase = "async write from a buffer on another device";
+	opends_async_future_t wf;
+	OK(opends_async_write(wh, buf, T_MiB, 3 * T_MiB, 7, &wf));
+	EXPECT_SSZ_ND(opends_async_await(&wf), (ssize_t)T_MiB);
+	CHECK(t_pread_all(wfd, back, T_MiB, 3 * T_MiB) == T_MiB);
+	VERIFY(back, host + 7, T_MiB, "async write from cuda:%d with cuda:%d current", b, c);
+
+	t_phase = "stream write from a buffer on a stream of its device";
+	a = (struct sargs){ T_MiB + 3, 5 * T_MiB, 2, -1 };
+	OK(opends_stream_write(wh, buf, &a.size, &a.foff, &a.boff, &a.res, s));
+	OK(opends_stream_synchronize(s));
+	CHECKF(a.res == (ssize_t)(T_MiB + 3), "stream write from cuda:%d: bytes_written %zd", b, a.res);
+	CHECK(t_pread_all(wfd, back, T_MiB + 3, 5 * T_MiB) == T_MiB + 3);
+	VERIFY(back, host + 2, T_MiB + 3, "stream write from cuda:%d with cuda:%d current", b, c);
 	free(back);
 	OK(opends_handle_deregister(wh));
 	close(wfd);
+	CU(ods_cu.cuCtxSetCurrent(prim[b]));
+	CU(ods_cu.cuStreamDestroy(s));
+	CU(ods_cu.cuCtxSetCurrent(prim[c]));
 
 	t_phase = "a registered buffer on another device";
 	canary(b, span);
@@ -200,7 +237,80 @@ static void pair(opends_handle_t fh, int c, int b)
 	check_dev(b, 4096, 5, T_MiB, span, "registered read", c);
 }
 
-/* one thread per GPU, each reading into its own device at once */
+/* what opends_device_get_properties says against the driver itself */
+static void props(int cnt)
+{
+	t_phase = "device properties";
+	for (int i = 0; i < cnt; i++) {
+		char line[512], name[96], bus[32];
+		CUdevice d, e;
+		opends_device_props_t p;
+		OK(opends_device_describe((unsigned)i, line, sizeof line));
+		printf("%s\n", line);
+		OK(opends_device_get_properties((unsigned)i, &p));
+		CU(ods_cu.cuDeviceGet(&d, i));
+		CU(ods_cu.cuDeviceGetName(name, sizeof name, d));
+		CU(ods_cu.cuDeviceGetPCIBusId(bus, sizeof bus, d));
+		CHECKF(!strcmp(p.layer, "cuda") && !strcmp(p.name, name) && !strcmp(p.pci_bus_id, bus),
+		       "cuda:%d: layer \"%s\", name \"%s\" (driver \"%s\"), bus \"%s\" (driver \"%s\")", i, p.layer,
+		       p.name, name, p.pci_bus_id, bus);
+		CHECKF((p.peers & (1ull << i)) == 0 && (p.peers_nvlink & ~p.peers) == 0,
+		       "cuda:%d: peers %#llx, nvlink peers %#llx", i, (unsigned long long)p.peers,
+		       (unsigned long long)p.peers_nvlink);
+		for (int j = 0; j < cnt; j++) {
+			int can = 0;
+			if (j == i)
+				continue;
+			CU(ods_cu.cuDeviceGet(&e, j));
+			CU(ods_cu.cuDeviceCanAccessPeer(&can, d, e));
+			CHECKF(!!(p.peers >> j & 1) == !!can, "cuda:%d: peer bit of cuda:%d is %d, the driver says %d", i, j,
+			       (int)(p.peers >> j & 1), can);
+		}
+	}
+}
+
+/* one batch with an entry on every device, device 1's first */
+static void batch_all(opends_handle_t fh)
+{
+	t_phase = "one batch with an entry on every device";
+	for (int i = 0; i < ng; i++)
+		canary(i, 2 * T_MiB);
+	CU(ods_cu.cuCtxSetCurrent(prim[0]));
+	opends_batch_t bt;
+	OK(opends_batch_setup(&bt, (unsigned)ng));
+	opends_io_params_t p[MAXG];
+	memset(p, 0, sizeof p);
+	for (int k = 0; k < ng; k++) {
+		int d = (k + 1) % ng;
+		p[k].mode = OPENDS_BATCH;
+		p[k].fh = fh;
+		p[k].opcode = OPENDS_READ;
+		p[k].u.batch.buf_base = (void *)(uintptr_t)dbuf[d];
+		p[k].u.batch.buf_offset = d + 1;
+		p[k].u.batch.file_offset = d * 12289;
+		p[k].u.batch.size = T_MiB + (size_t)d;
+		p[k].cookie = (void *)(uintptr_t)(d + 1);
+	}
+	OK(opends_batch_submit(bt, (unsigned)ng, p, 0));
+	opends_io_events_t ev[MAXG];
+	unsigned got = 0;
+	while (got < (unsigned)ng) {
+		unsigned nr = (unsigned)ng - got;
+		OK(opends_batch_get_status(bt, 1, &nr, ev + got, NULL));
+		got += nr;
+	}
+	for (int i = 0; i < ng; i++) {
+		size_t d = (size_t)(uintptr_t)ev[i].cookie - 1;
+		CHECKF(d < (size_t)ng && ev[i].status == OPENDS_COMPLETE && ev[i].ret == (ssize_t)(T_MiB + d),
+		       "batch event %d (cuda:%zu): status %d ret %zd", i, d, (int)ev[i].status, ev[i].ret);
+	}
+	OK(opends_batch_destroy(bt));
+	for (int d = 0; d < ng; d++)
+		check_dev(d, (size_t)d + 1, (uint64_t)d * 12289, T_MiB + (size_t)d, 2 * T_MiB, "batch entry", 0);
+}
+
+/* one thread per GPU, each reading into its own device at once: sync
+ * reads, then stream reads on a stream of its device */
 struct thr {
 	int dev, rounds;
 	opends_handle_t fh;
@@ -210,18 +320,32 @@ struct thr {
 static void *reader(void *arg)
 {
 	struct thr *t = arg;
-	if (ods_cu.cuCtxSetCurrent(prim[t->dev]) != CUDA_SUCCESS) {
-		t->bad = 1;
+	CUstream st = NULL;
+	if (ods_cu.cuCtxSetCurrent(prim[t->dev]) != CUDA_SUCCESS ||
+	    ods_cu.cuStreamCreate(&st, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
+		t->bad = -1;
 		return NULL;
 	}
 	uint8_t *h = malloc(4 * T_MiB);
+	void *buf = (void *)(uintptr_t)dbuf[t->dev];
 	for (int r = 0; r < t->rounds && h && !t->bad; r++) {
 		off_t off = (off_t)((size_t)(t->dev * 7 + r) * 65537 % (fsize - 4 * T_MiB));
-		if (opends_sync_read(t->fh, (void *)(uintptr_t)dbuf[t->dev], 4 * T_MiB, off, 0) != (ssize_t)(4 * T_MiB) ||
-		    ods_cu.cuMemcpyDtoH(h, dbuf[t->dev], 4 * T_MiB) != CUDA_SUCCESS ||
-		    memcmp(h, oracle + off, 4 * T_MiB) != 0)
+		if (r % 2 == 0) {
+			if (opends_sync_read(t->fh, buf, 4 * T_MiB, off, 0) != (ssize_t)(4 * T_MiB))
+				t->bad = r + 1;
+		} else {
+			size_t size = 4 * T_MiB;
+			off_t foff = off, boff = 0;
+			ssize_t res = -1;
+			if (opends_stream_read(t->fh, buf, &size, &foff, &boff, &res, st).err ||
+			    opends_stream_synchronize(st).err || res != (ssize_t)(4 * T_MiB))
+				t->bad = r + 1;
+		}
+		if (!t->bad && (ods_cu.cuMemcpyDtoH(h, dbuf[t->dev], 4 * T_MiB) != CUDA_SUCCESS ||
+				memcmp(h, oracle + off, 4 * T_MiB) != 0))
 			t->bad = r + 1;
 	}
+	ods_cu.cuStreamDestroy(st);
 	free(h);
 	return NULL;
 }
@@ -237,15 +361,16 @@ static void threads(opends_handle_t fh)
 	}
 	for (int i = 0; i < ng; i++) {
 		pthread_join(th[i], NULL);
-		CHECKF(!t[i].bad, "the thread of cuda:%d read wrong bytes (round %d)", i, t[i].bad);
+		CHECKF(!t[i].bad, "the thread of cuda:%d failed or read wrong bytes (round %d; -1: no stream)", i,
+		       t[i].bad);
 	}
 }
 
 static void fanout(opends_handle_t fh)
 {
 	t_phase = "read once, place on every GPU";
-	void *bufs[MAXG];
-	off_t boffs[MAXG];
+	void *bufs[MAXG + 1];
+	off_t boffs[MAXG + 1];
 	size_t n = 9 * T_MiB + 3, span = 10 * T_MiB;
 	for (int i = 0; i < ng; i++) {
 		canary(i, span);
@@ -256,6 +381,27 @@ static void fanout(opends_handle_t fh)
 	EXPECT_SSZ(opends_sync_read_fanout(fh, bufs, boffs, (unsigned)ng, n, 4099), (ssize_t)n);
 	for (int i = 0; i < ng; i++)
 		check_dev((i + 1) % ng, (size_t)i, 4099, n, span, "fan-out", 0);
+
+	t_phase = "fan-out onto every GPU and host memory, from the last device, across EOF";
+	uint8_t *hm = t_xmalloc(span);
+	memset(hm, T_CANARY, span);
+	for (int i = 0; i < ng; i++) {
+		canary(i, span);
+		bufs[i] = (void *)(uintptr_t)dbuf[ng - 1 - i]; /* the last device first */
+		boffs[i] = 4096;
+	}
+	bufs[ng] = hm;
+	boffs[ng] = 3;
+	size_t tail = 5 * T_MiB + 7; /* the file ends there */
+	CU(ods_cu.cuCtxSetCurrent(prim[ng - 1]));
+	EXPECT_SSZ(opends_sync_read_fanout(fh, bufs, boffs, (unsigned)ng + 1, 8 * T_MiB, (off_t)(fsize - tail)),
+		   (ssize_t)tail);
+	for (int i = 0; i < ng; i++)
+		check_dev(ng - 1 - i, 4096, fsize - tail, tail, span, "fan-out across EOF", ng - 1);
+	VERIFY(hm + 3, oracle + fsize - tail, tail, "fan-out across EOF into host memory");
+	VERIFY_CANARY(hm, 3, "before the host fan-out target");
+	VERIFY_CANARY(hm + 3 + tail, span - 3 - tail, "after the host fan-out target");
+	free(hm);
 }
 
 int main(void)
@@ -270,11 +416,7 @@ int main(void)
 	unsigned cnt = 0;
 	OK(opends_device_count(&cnt));
 	CHECKF(cnt == (unsigned)ng, "opends_device_count %u, the driver sees %d", cnt, ng);
-	for (unsigned i = 0; i < cnt; i++) {
-		char line[512];
-		OK(opends_device_describe(i, line, sizeof line));
-		printf("%s\n", line);
-	}
+	props((int)cnt);
 	t_path(path, sizeof path, "gpum.bin");
 	t_path(wpath, sizeof wpath, "gpumw.bin");
 	fsize = 12 * T_MiB + 1234;
@@ -287,11 +429,11 @@ int main(void)
 	OK(opends_handle_register(&fh, fd));
 
 	for (int c = 0; c < ng; c++)
-		for (int b = 0; b < ng; b++)
-			if (b != c) {
-				printf("pair: cuda:%d current, buffer on cuda:%d\n", c, b);
-				pair(fh, c, b);
-			}
+		for (int b = 0; b < ng; b++) {
+			printf("pair: cuda:%d current, buffer on cuda:%d\n", c, b);
+			pair(fh, c, b);
+		}
+	batch_all(fh);
 	threads(fh);
 	fanout(fh);
 
