@@ -341,6 +341,23 @@ static void fanout(opends_handle_t fh)
 		VERIFY(devmem[d], oracle + fsize - want, want, "fan-out across EOF, target %d", d);
 		VERIFY_CANARY(devmem[d] + want, 8192, "past EOF, target %d", d);
 	}
+	t_phase = "fan-out in three segments, EOF in the second";
+	for (int d = 0; d < NDEV; d++) {
+		memset(devmem[d], T_CANARY, LEN);
+		bufs[d] = devmem[(d + 2) % NDEV];
+		boffs[d] = 4096 - d;
+	}
+	want = 6 * T_MiB + 5; /* 4 MiB segments: [0, 4) [4, 8) [8, 12) MiB of the range */
+	EXPECT_SSZ(opends_sync_read_fanout(fh, bufs, boffs, NDEV, 12 * T_MiB - 4096, (off_t)(fsize - want)),
+		   (ssize_t)want);
+	for (int d = 0; d < NDEV; d++) {
+		uint8_t *m = bufs[d];
+		VERIFY(m + boffs[d], oracle + fsize - want, want, "fan-out with EOF in segment 2, target %d", d);
+		VERIFY_CANARY(m, (size_t)boffs[d], "before fan-out target %d", d);
+		VERIFY_CANARY(m + boffs[d] + want, LEN - (size_t)boffs[d] - want, "past EOF, target %d", d);
+	}
+	for (int d = 0; d < NDEV; d++)
+		bufs[d] = devmem[d];
 	EXPECT_SSZ(opends_sync_read_fanout(fh, bufs, NULL, NDEV, 100, (off_t)fsize + 5), 0);
 	EXPECT_SSZ(opends_sync_read_fanout(fh, bufs, NULL, 1, T_MiB, 3), (ssize_t)T_MiB);
 	VERIFY(devmem[0], oracle + 3, T_MiB, "fan-out to one target");

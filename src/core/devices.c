@@ -4,10 +4,10 @@
  * everywhere" (opends_sync_read_fanout).
  *
  * The fan-out reads the range from storage once, into the first target,
- * through the backend's usual path, in segments; each segment, once read,
- * is copied from the first target to every other one (GPU to GPU over a
- * peer link where the devices have one, staged by the driver otherwise)
- * while the next segment is read. Loading replicated weights onto N GPUs
+ * through the backend's usual path, in segments, two in flight; each
+ * segment, once read, is copied from the first target to every other one
+ * (GPU to GPU over a peer link where the devices have one, staged by the
+ * driver otherwise) while the next segment is read. Loading replicated weights onto N GPUs
  * then costs one read of the storage (or page cache), which on a shared
  * host is the bound, plus peer copies that are an order of magnitude
  * faster (issue 19: NVLink 390 GB/s, the page cache about 45 GB/s).
@@ -19,11 +19,18 @@
 
 #include "ods.h"
 
-/* A segment is read, then fanned out while the next is read. Large enough
- * that one read spreads over every worker of the staging engine, small
- * enough that the last segment's copies (the only ones not overlapped)
- * are short. */
-#define SEGMENT ((size_t)128 << 20)
+/* A segment is read, then fanned out while the next is read: about an
+ * eighth of the range, so that the last segment's copies (the only ones
+ * not overlapped) are short, between 4 MiB (one read still spreads over
+ * the staging engine's workers) and 128 MiB. */
+#define SEGMENT_MIN ((size_t)4 << 20)
+#define SEGMENT_MAX ((size_t)128 << 20)
+
+static size_t segment_of(size_t size)
+{
+	size_t seg = (size / 8 + ((size_t)1 << 20) - 1) & ~(((size_t)1 << 20) - 1);
+	return seg < SEGMENT_MIN ? SEGMENT_MIN : seg > SEGMENT_MAX ? SEGMENT_MAX : seg;
+}
 #define MAX_TARGETS ODS_MAX_DEVICES
 
 OPENDS_API opends_error_t opends_device_count(unsigned *count)
@@ -181,29 +188,58 @@ OPENDS_API ssize_t opends_sync_read_fanout(opends_handle_t fh, void *const *bufs
 	}
 	if (r < 0 || size == 0)
 		goto out;
-	size_t done = 0;
-	for (size_t at = 0; at < size;) {
-		size_t n = size - at < SEGMENT ? size - at : SEGMENT;
-		struct ods_io seg = io[0];
-		seg.buf += at;
-		seg.off += (off_t)at;
-		seg.size = n;
-		ssize_t got = ods_io_run(&seg);
+	/* Two segments in flight: the engine reads segment k + 1 while
+	 * segment k, complete, is fanned out, and it never drains between
+	 * segments (a drain idles every worker for about one chunk's time).
+	 * The targets were checked above; each segment is checked again by
+	 * opends_async_read (cheap next to a segment). */
+	opends_async_future_t fut[2];
+	size_t seg_at[2], seg_n[2];
+	unsigned q0 = 0, nq = 0;
+	size_t done = 0, next = 0;
+	bool placing = true; /* false after an error or EOF: the rest is drained, not placed */
+	off_t boff0 = buf_offsets ? buf_offsets[0] : 0;
+	size_t seg = segment_of(size);
+	for (;;) {
+		while (placing && nq < 2 && next < size) {
+			unsigned k = (q0 + nq) % 2;
+			size_t n = size - next < seg ? size - next : seg;
+			opends_error_t e = opends_async_read(fh, bufs[0], n, file_offset + (off_t)next, boff0 + (off_t)next,
+							     &fut[k]);
+			if (e.err) {
+				r = -e.err;
+				placing = false;
+				break;
+			}
+			seg_at[k] = next;
+			seg_n[k] = n;
+			next += n;
+			nq++;
+		}
+		if (!nq)
+			break;
+		unsigned k = q0;
+		q0 = (q0 + 1) % 2;
+		nq--;
+		ssize_t got = opends_async_await(&fut[k]);
+		if (!placing)
+			continue;
 		if (got < 0) {
 			r = got;
-			break;
+			placing = false;
+			continue;
 		}
 		for (unsigned i = 1; i < nbufs && got > 0; i++) {
-			int rc = place(&io[i], &io[0], at, (size_t)got);
+			int rc = place(&io[i], &io[0], seg_at[k], (size_t)got);
 			if (rc) {
 				r = -rc;
+				placing = false;
 				break;
 			}
 		}
 		done += (size_t)got;
-		at += (size_t)got;
-		if (r < 0 || (size_t)got < n)
-			break; /* EOF: nothing past it is read, nor copied */
+		if ((size_t)got < seg_n[k])
+			placing = false; /* EOF: nothing past it is placed */
 	}
 	int rc = wait_all(io, nbufs);
 	if (r == 0)
