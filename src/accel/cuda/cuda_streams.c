@@ -11,6 +11,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cuda_int.h"
@@ -290,14 +291,37 @@ static CUresult in_stream_ctx(void *stream, CUresult (*fn)(CUstream))
 	return r;
 }
 
+/* Wait for stream s in the current context without spinning.
+ * cuStreamSynchronize waits as the context's scheduling flag says; under
+ * the default (CU_CTX_SCHED_AUTO, fewer contexts than cores) it spins, so a
+ * caller syncing a stream held by a cold read burns a core for the whole
+ * read (issue 18). Poll briefly, so that waits that end soon keep their
+ * latency, then sleep on an event made with CU_EVENT_BLOCKING_SYNC. The
+ * event captures everything queued before the call, as cuStreamSynchronize
+ * does; sticky errors come back from the record, query or synchronize. */
 static CUresult sync_fn(CUstream s)
 {
-	return ods_cu.cuStreamSynchronize(s);
+	CUevent ev = NULL;
+	CUresult r = ods_cu.cuEventCreate(&ev, CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING);
+	if (r != CUDA_SUCCESS)
+		return ods_cu.cuStreamSynchronize(s);
+	if ((r = ods_cu.cuEventRecord(ev, s)) == CUDA_SUCCESS) {
+		struct timespec t0, t;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		do
+			r = ods_cu.cuEventQuery(ev);
+		while (r == CUDA_ERROR_NOT_READY && !clock_gettime(CLOCK_MONOTONIC, &t) &&
+		       (t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 50000);
+		if (r == CUDA_ERROR_NOT_READY)
+			r = ods_cu.cuEventSynchronize(ev); /* sleeps: BLOCKING_SYNC */
+	}
+	ods_cu.cuEventDestroy(ev);
+	return r;
 }
 
 static CUresult destroy_fn(CUstream s)
 {
-	CUresult r = ods_cu.cuStreamSynchronize(s);
+	CUresult r = sync_fn(s);
 	return r == CUDA_SUCCESS ? ods_cu.cuStreamDestroy(s) : r;
 }
 
@@ -312,7 +336,7 @@ static int cuda_stream_sync(void *stream)
 	CUcontext cur = NULL;
 	CUresult r = CUDA_SUCCESS;
 	if (ods_cu.cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur)
-		r = ods_cu.cuStreamSynchronize((CUstream)stream);
+		r = sync_fn((CUstream)stream);
 	unsigned np = __atomic_load_n(&ods_cuda.nplaces, __ATOMIC_ACQUIRE);
 	for (unsigned i = 0; r == CUDA_SUCCESS && i < np; i++) {
 		struct place *p = ods_cuda.pl[i];
@@ -320,7 +344,7 @@ static int cuda_stream_sync(void *stream)
 			continue;
 		if ((r = ods_cu.cuCtxPushCurrent(p->ctx)) != CUDA_SUCCESS)
 			break;
-		r = ods_cu.cuStreamSynchronize((CUstream)stream);
+		r = sync_fn((CUstream)stream);
 		ods_cu_pop();
 	}
 	return r == CUDA_SUCCESS ? 0 : ods_cu_fail(r, "cuStreamSynchronize");
