@@ -80,6 +80,10 @@ static unsigned hostdev_n = 1; /* set at open, before any I/O */
  * configuration variable (config.c, README): tests set it. */
 static long fail_after = -1;
 static atomic_ulong pushed_cmds;
+/* Test-only (issue 18): OPENDS_HOSTDEV_NO_CALLS=1 at open refuses every
+ * host function on a stream (stream_call fails, queues nothing), so a test
+ * proves an operation runs without one. */
+static bool no_calls;
 
 /* Test-only simulated topology (like FAIL_AFTER, not configuration):
  * OPENDS_HOSTDEV_NUMA="n0,n1,..." gives device d the NUMA node nd (-1 or
@@ -113,6 +117,8 @@ static int hostdev_open(const struct ods_config *cfg, char *why, size_t why_len)
 	hostdev_n = 1;
 	const char *f = getenv("OPENDS_HOSTDEV_FAIL_AFTER");
 	fail_after = f && *f ? strtol(f, NULL, 10) : -1;
+	const char *nc = getenv("OPENDS_HOSTDEV_NO_CALLS");
+	no_calls = nc && !strcmp(nc, "1");
 	atomic_store(&pushed_cmds, 0);
 	if (v && *v) {
 		char *end;
@@ -411,6 +417,8 @@ static int sim_stream_device(void *stream, enum ods_mem_kind k, unsigned buf_dev
 
 static int sim_stream_call(unsigned dev, void *stream, void (*fn)(void *arg), void *arg)
 {
+	if (no_calls)
+		return ods_fail(OPENDS_DEVICE_DRIVER_ERROR, "hostdev: host functions refused (OPENDS_HOSTDEV_NO_CALLS)");
 	return sim_push(dev, stream, (struct cmd){ .kind = CMD_CALL, .fn = fn, .arg = arg });
 }
 
