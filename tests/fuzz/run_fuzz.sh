@@ -36,7 +36,8 @@ build() {
 	fuzz_config) "$clang" "${flags[@]}" "$src/tests/fuzz/fuzz_config.c" "$src/src/core/config.c" \
 		"$src/src/core/errors.c" -o "$work/fuzz_config" ;;
 	fuzz_api) "$clang" "${flags[@]}" "$src/tests/fuzz/fuzz_api.c" "$src"/src/core/*.c "$src"/src/sources/*.c \
-		"$src/src/accel/host/host.c" "$src/src/backends/ref/ref.c" -lpthread -ldl -o "$work/fuzz_api" ;;
+		"$src/src/accel/host/host.c" "$src/src/accel/near.c" "$src/src/backends/ref/ref.c" -lpthread -ldl \
+		-o "$work/fuzz_api" ;;
 	*) echo "unknown target $1"; return 1 ;;
 	esac
 }
