@@ -68,7 +68,7 @@ static void usage(FILE *f)
 		"  --source URL        seq16m and rand4k on a source handle (opends_handle_open_url, e.g.\n"
 		"                      rados://POOL/OBJ?conf=PATH) instead of the caller legs' file\n"
 		"  --source-size SIZE  the source object's bytes (read from offset 0)\n"
-		"  --kvikio SCRIPT     run bench/kvikio_bench.py's same legs after ours, into the same records\n"
+		"  --kvikio SCRIPT     run bench/kvikio_bench.py's same legs (before ours), into the same records\n"
 		"  --no-baselines      skip the ceilings and the peers (cuFile, plain POSIX)\n"
 		"  --generate-only     create the datasets and stop\n"
 		"  --quiet             no progress bar or dataset messages\n"
@@ -410,20 +410,32 @@ int main(int argc, char **argv)
 
 	if (opt.baselines && !opt.gen_only)
 		record_h2d_ceiling();
-	for (unsigned i = 0; i < ds_nspecs; i++)
-		if (in_list(opt.datasets, ds_specs[i].name))
-			run_dataset(&ds_specs[i]);
-	if (opt.source && !opt.gen_only)
-		run_source(); /* the caller legs on the URL, in place of the file */
-	else if (strcmp(opt.callers, "none"))
-		run_callers();
+	/* KvikIO's same legs first (their files generated for it): a leg of
+	 * ours that hangs ends this command (exit 3), and the peer's rows must
+	 * not go with it */
+	bool gen_only = opt.gen_only;
+	for (unsigned pass = kvikio_script && !gen_only ? 0 : 1; pass < 2; pass++) {
+		opt.gen_only = gen_only || pass == 0;
+		for (unsigned i = 0; i < ds_nspecs; i++)
+			if (in_list(opt.datasets, ds_specs[i].name))
+				run_dataset(&ds_specs[i]);
+		if (opt.source && !opt.gen_only)
+			run_source(); /* the caller legs on the URL, in place of the file */
+		else if (!opt.source && strcmp(opt.callers, "none"))
+			run_callers();
+		if (pass == 0) {
+			out_close(); /* the script appends to records.csv */
+			run_kvikio();
+			if (out_open(opt.out, true))
+				return 1;
+		}
+	}
+	opt.gen_only = gen_only;
 	progress_end();
 	out_close();
 	cufile_close();
 	if (opt.use_gpu)
 		gpu_close();
-	if (kvikio_script && !opt.gen_only)
-		run_kvikio();
 	if (opt.quick)
 		printf("The data stays in %s for the next run (delete it when done). bench/report %s writes the "
 		       "report.\n",

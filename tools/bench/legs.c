@@ -563,6 +563,7 @@ static void measure_ceilings(const struct dataset *ds, const unsigned *order, bo
 	progress_start(label, 0);
 	for (unsigned i = after ? set->best : 0; i < (after ? set->best + 1 : set->n); i++) {
 		struct leg_result r;
+		progress_lap(); /* dropping the cache (sync of fresh data) gets a window of its own */
 		prepare_cache(ds, cold);
 		progress_lap();
 		ceiling_shape_run(ds, order, cold, &set->shape[i], &r);

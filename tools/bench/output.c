@@ -69,7 +69,8 @@ int out_open(const char *dir, bool append)
 	if (fresh)
 		fprintf(csv, "%s\n", COLUMNS);
 	time_t now = time(NULL);
-	strftime(run_date, sizeof(run_date), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+	if (!run_date[0]) /* the command's start: one date for all its rows (reopened after KvikIO) */
+		strftime(run_date, sizeof(run_date), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
 	return 0;
 }
 
