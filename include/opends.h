@@ -344,7 +344,12 @@ OPENDS_API opends_error_t opends_buf_deregister(const void *buf);
  * Read up to size bytes at file_offset into buf + buf_offset; returns the
  * bytes read, fewer at EOF, 0 at or past EOF and for size 0. Nothing outside
  * [buf + buf_offset, buf + buf_offset + returned) is written, whatever the
- * library reads underneath. Any size and offsets work.
+ * library reads underneath, also while another thread or process truncates
+ * the file (bytes the file lost during the call then read as zeros and are
+ * counted; docs/errors.md). EOF is where a read returns 0: a file whose
+ * st_size is 0 but which has content (/proc, debugfs, some FUSE) reads to
+ * its end on every backend and family, as a pread loop does. Any size and
+ * offsets work.
  * If buf + buf_offset lies inside a registered range, the whole target must
  * too (else -OPENDS_INVALID_MAPPING_RANGE).
  * Errors: -OPENDS_INVALID_VALUE (buf NULL, negative offsets, size >

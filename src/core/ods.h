@@ -125,10 +125,11 @@ struct ods_handle {
 int ods_handle_fd_direct(struct ods_handle *h);
 /* The fd without O_DIRECT for this handle (the caller's or a twin), or -1. */
 int ods_handle_fd_buffered(struct ods_handle *h);
-/* The size of the file (now) or block device behind h, -1 if unknown. */
+/* The size of the file (now) or block device behind h, -1 if unknown
+ * (also for a regular file of size 0: /proc and the like have content). */
 off_t ods_handle_size(const struct ods_handle *h);
-/* How many of the size bytes at off lie inside the file now (all of them
- * when its size is unknown). */
+/* How many of the size bytes at off are known to lie inside the file now
+ * (none when its size is unknown). */
 size_t ods_handle_valid(const struct ods_handle *h, off_t off, size_t size);
 
 /* ---- memory ----------------------------------------------------------- */

@@ -243,18 +243,25 @@ off_t ods_handle_size(const struct ods_handle *h)
 		return h->src_size;
 	if (h->blockdev)
 		return h->blk_size > 0 ? h->blk_size : -1;
-	return fstat(h->fd, &st) == 0 ? st.st_size : -1;
+	if (fstat(h->fd, &st) != 0)
+		return -1;
+	/* A regular file of size 0 may have content its file system does not
+	 * size (/proc, debugfs, some FUSE): unknown, so every backend reads
+	 * until a read returns 0, as a pread loop does (issue 15 item 12). An
+	 * empty file costs one pread that returns 0. */
+	if (st.st_size == 0 && S_ISREG(st.st_mode))
+		return -1;
+	return st.st_size;
 }
 
 size_t ods_handle_valid(const struct ods_handle *h, off_t off, size_t size)
 {
 	off_t fs = ods_handle_size(h);
-	if (fs < 0 && h->src) /* a source of unknown size: none are known to be
-				 there, so a stream's plan keeps what the
-				 buffer holds past the bytes read */
+	if (fs < 0) /* unknown size (a source, a file of size 0, a block
+		       device without BLKGETSIZE64): none are known to be
+		       there, so a stream's plan keeps what the buffer holds
+		       past the bytes read */
 		return 0;
-	if (fs < 0)
-		return size;
 	if (fs <= off)
 		return 0;
 	return (uint64_t)(fs - off) < size ? (size_t)(fs - off) : size;

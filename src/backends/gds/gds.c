@@ -508,7 +508,10 @@ static ssize_t cufile_path_rw(struct ods_io *io, struct gds_handle *g)
 static ssize_t gds_rw(struct ods_io *io)
 {
 	struct gds_handle *g = io->fh->be;
-	if (io->mem != ODS_MEM_DEVICE || !g || g->path != PATH_CUFILE)
+	/* a read of a file of unknown size (/proc-like, size 0) cannot be
+	 * clipped to EOF for cuFile: the POSIX path stages it exactly */
+	if (io->mem != ODS_MEM_DEVICE || !g || g->path != PATH_CUFILE ||
+	    (io->opcode == OPENDS_READ && ods_handle_size(io->fh) < 0))
 		return ods_posix_rw(io);
 	struct ctx_saved s = bind_context(io->buf);
 	ssize_t n = cufile_path_rw(io, g);
