@@ -1,7 +1,7 @@
 /*
  * Source handles: registration, the synchronous runner (ref's oracle),
- * error details, describe, and release at deregistration. The engine that
- * runs them on the other backends is source_engine.c.
+ * error details, describe, and release at deregistration. They run on the
+ * staging engine with the source mover (source_engine.c).
  */
 #include <limits.h>
 #include <stdio.h>
@@ -241,11 +241,15 @@ void ods_source_describe(struct ods_handle *h, char *buf, size_t n)
 				 "max_io) at a time; %s%s%s",
 			 s->label, h->accmode == O_RDONLY ? "read-only" : "read-write",
 			 s->flags & OPENDS_SOURCE_BLOCKING ? ", blocking" : "", how, own[0] ? "; " : "", own);
-	else
-		snprintf(buf, n, "source %s (%s%s): pieces of %zu KiB%s, <= %u in flight%s, on the source engine; "
-				 "%s%s%s",
+	else {
+		unsigned threads, depth;
+		size_t chunk;
+		ods_src_engine_params(&threads, &depth, &chunk);
+		snprintf(buf, n, "source %s (%s%s): pieces of %zu KiB%s, <= %u in flight%s, on the staging engine "
+				 "(%u workers x %u chunks of %zu KiB); %s%s%s",
 			 s->label, h->accmode == O_RDONLY ? "read-only" : "read-write",
-			 s->flags & OPENDS_SOURCE_BLOCKING ? ", blocking, on the engine's threads" : "",
-			 s->unit >> 10, s->max_io ? " (at most max_io)" : "", ops, caps, how, own[0] ? "; " : "",
-			 own);
+			 s->flags & OPENDS_SOURCE_BLOCKING ? ", blocking, on the engine's workers" : "",
+			 s->unit >> 10, s->max_io ? " (at most max_io)" : "", ops, caps, threads, depth, chunk >> 10,
+			 how, own[0] ? "; " : "", own);
+	}
 }

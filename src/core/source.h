@@ -5,12 +5,14 @@
  *
  * A source handle is a struct ods_handle with src set. Its I/O never goes
  * to a backend's fd path: ods_io_submit / ods_io_run hand it here.
- *  - ref runs it synchronously, one piece at a time (the oracle);
- *  - every other backend runs it on the source engine: requests cut into
- *    pieces at io_unit boundaries, started while the caps of the source's
- *    domain allow, completed from whatever thread the source calls back
- *    on; device memory is staged through pinned host slots, copied by the
- *    engine's threads, which also run blocking sources.
+ *  - every family runs on the staging engine (stage.h) with the source
+ *    mover (source_engine.c): the engine's chunks, cut into pieces at
+ *    io_unit boundaries, started while the caps of the source's domain
+ *    allow, completed from whatever thread the source calls back on;
+ *    device memory is staged through the engine's pinned slots and copied
+ *    by its workers, which also run blocking sources;
+ *  - ref delegates each request whole to the synchronous runner (the
+ *    oracle), one piece at a time, on the engine's workers.
  */
 #ifndef ODS_SOURCE_H
 #define ODS_SOURCE_H
@@ -35,7 +37,7 @@ struct ods_source {
 	char label[ODS_SRC_LABEL]; /* ops->name copied: "rados://pool/oid", "fake" */
 };
 
-/* ---- source_engine.c --------------------------------------------------- */
+/* ---- source_engine.c: the source mover ---------------------------------- */
 
 /* The domain for key (0: a new private one) with these caps folded in.
  * NULL when out of memory. */
@@ -46,9 +48,11 @@ void ods_sdom_caps(const struct ods_sdom *d, unsigned *max_ops, size_t *max_byte
 /* The synchronous runner's share of the caps: enter waits for room. */
 void ods_sdom_enter(struct ods_sdom *d, size_t n);
 void ods_sdom_leave(struct ods_sdom *d, size_t n);
-/* Start the engine's threads (once per driver open): 0 or an OPENDS_*
- * code (detail set). */
+/* Open the staging engine for sources (once per driver open): 0 or an
+ * OPENDS_* code (detail set). */
 int ods_src_engine_start(void);
+/* what it runs with (describe) */
+void ods_src_engine_params(unsigned *threads, unsigned *depth, size_t *chunk);
 
 /* Piece length starting at pos of a request ending at end. */
 size_t ods_src_piece_len(const struct ods_source *s, off_t pos, off_t end, size_t cap);

@@ -1,27 +1,29 @@
 /*
- * The source engine: runs requests on source handles for every backend but
- * ref (which runs them synchronously: source.c).
+ * The source mover: source handles run on the staging engine (stage.h),
+ * beside the fd mover, on every backend. The engine owns the requests,
+ * the chunker, cancellation, the pinned slots and the copies to and from
+ * device memory; this file owns how a chunk reaches a source:
  *
- * A request is cut into pieces at the source's io_unit boundaries (a
- * striped object's pieces map 1:1 to its stripe units), each at most
- * max_io and, when staged, one slot. Pieces start while the caps of the
- * source's domain allow (requests and bytes in flight, shared by sources
- * with the same domain: librados blocks its caller once its own in-flight
- * budget is passed, so the rados source sets caps below it). The source
- * calls back on any thread; the piece is accounted there, its caps given
- * back and the next pieces started (pump). No lock is held while a source
- * is called.
- *
- * Device memory without OPENDS_SOURCE_DEVICE_MEMORY goes through pinned
- * host slots: the source reads into a slot and one of the engine's threads
- * copies it to the device (the callback thread is the source's, which must
- * not be held); writes are copied to a slot first. The same threads run
- * the read/write calls of blocking sources. They start with the first
- * source handle and stop at driver close.
+ *  - a chunk is cut into pieces at the source's io_unit boundaries (a
+ *    striped object's pieces map 1:1 to its stripe units), each at most
+ *    max_io;
+ *  - pieces start while the caps of the source's domain allow (requests
+ *    and bytes in flight, shared by sources with the same domain: librados
+ *    blocks its caller once its own in-flight budget is passed, so the
+ *    rados source sets caps below it). A piece the caps hold back waits in
+ *    its domain's queue and is started by the completion that frees room
+ *    (pump), on whatever thread the source calls back on; no lock is held
+ *    while a source is called;
+ *  - an asynchronous source reports each piece on its own thread; the last
+ *    piece of a chunk posts the chunk to the engine (ods_stage_post), which
+ *    then calls complete() on the chunk's worker. A blocking source's calls
+ *    run on the worker itself, one piece after another.
+ *  - ref: each request is delegated whole to the synchronous runner
+ *    (ods_source_run, the oracle) on a worker.
  *
  * Results as for files: bytes up to the first short piece; a piece longer
  * than asked, a short piece before a known end, or data after a short
- * piece is -EIO; the first error wins.
+ * piece is -EIO; the first error wins, and its offset is the detail's.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -29,16 +31,14 @@
 #include <string.h>
 
 #include "source.h"
+#include "stage.h"
 
-#define NSLOTS 16u
-#define SLOT ((size_t)4 << 20)
-#define POOL_THREADS 4u
-#define MAX_QUEUED 4096u /* requests waiting for their first piece before submitters wait */
-
-struct job {
-	void (*fn)(struct job *j);
-	struct job *next;
-};
+/* 4 workers (the copies to device memory, and the calls of blocking
+ * sources, run on them) x 8 chunks of 4 MiB: 32 chunks in flight over all
+ * sources, 128 MiB of staging reserved from OPENDS_MAX_PINNED. */
+#define ENG_THREADS 4u
+#define ENG_DEPTH 8u
+#define ENG_CHUNK ((size_t)4 << 20)
 
 struct ods_sdom {
 	uint64_t key;
@@ -47,53 +47,39 @@ struct ods_sdom {
 	size_t max_bytes;
 	unsigned ops;
 	size_t bytes;
-	struct sreq *head, *tail; /* requests with pieces left to start */
-	struct ods_sdom *next;    /* E.doms */
-	struct ods_sdom *bnext;   /* E.busy: domains with head != NULL */
+	struct sunit *head, *tail; /* chunks with pieces left to start */
+	struct ods_sdom *next;     /* E.doms */
+	struct ods_sdom *bnext;    /* E.busy: domains with head != NULL */
 	bool busy;
 };
 
-struct sreq {
-	struct ods_io *io;
+/* A chunk in the mover: one per unit of the engine (the worker's ctx). */
+struct sunit {
+	struct ods_stage_unit *u;
 	struct ods_source *s;
-	off_t pos, end;
-	bool staged, started;
+	bool rd;
+	off_t pos, end;          /* pieces left to start (E.lock) */
 	atomic_uint pending;     /* pieces running + 1 while pieces are left */
 	atomic_llong short_at;   /* lowest end of a short piece */
 	atomic_llong data_end;   /* highest end of returned data */
 	atomic_long err;         /* first error, negated */
 	atomic_llong err_off;
-	struct sreq *next;
-	struct job job;          /* oracle runs (ref) on the engine's threads */
+	struct sunit *next;      /* domain queue */
 };
 
 struct piece {
-	struct job job;
-	struct sreq *r;
+	struct sunit *su;
 	off_t off;
 	size_t len;
-	char *buf;      /* what the source sees */
-	int slot;       /* -1: none */
-	bool popped;    /* the request had no pieces left after this one */
-	ssize_t res;
+	bool popped; /* the chunk had no pieces left after this one */
 };
 
 static struct {
 	pthread_mutex_t lock;
-	pthread_cond_t work, room, caps;
+	pthread_cond_t caps;
 	struct ods_sdom *doms, *busy, *busy_tail;
-	unsigned queued;   /* requests not yet started */
-	/* staging slots */
-	char *slot_mem;
-	bool slot_pinned, slot_failed;
-	unsigned free_slots[NSLOTS], nfree;
-	/* threads */
-	unsigned nthreads;
-	pthread_t th[POOL_THREADS];
-	struct job *jh, *jt;
-	bool stop;
-} E = { .lock = PTHREAD_MUTEX_INITIALIZER, .work = PTHREAD_COND_INITIALIZER, .room = PTHREAD_COND_INITIALIZER,
-      .caps = PTHREAD_COND_INITIALIZER };
+	struct ods_stage *stage;
+} E = { .lock = PTHREAD_MUTEX_INITIALIZER, .caps = PTHREAD_COND_INITIALIZER };
 
 /* ---- domains ------------------------------------------------------------ */
 
@@ -151,27 +137,35 @@ void ods_sdom_caps(const struct ods_sdom *d, unsigned *max_ops, size_t *max_byte
 	pthread_mutex_unlock(&E.lock);
 }
 
+/* caller holds E.lock */
+static bool room_for(const struct ods_sdom *d, size_t n)
+{
+	unsigned max_ops = d->max_ops ? d->max_ops : ODS_SRC_DEF_INFLIGHT;
+	return d->ops < max_ops && (!d->max_bytes || !d->ops || d->bytes + n <= d->max_bytes);
+}
+
 void ods_sdom_enter(struct ods_sdom *d, size_t n)
 {
 	pthread_mutex_lock(&E.lock);
-	for (;;) {
-		unsigned max_ops = d->max_ops ? d->max_ops : ODS_SRC_DEF_INFLIGHT;
-		if (d->ops < max_ops && (!d->max_bytes || !d->ops || d->bytes + n <= d->max_bytes))
-			break;
+	while (!room_for(d, n))
 		pthread_cond_wait(&E.caps, &E.lock);
-	}
 	d->ops++;
 	d->bytes += n;
 	pthread_mutex_unlock(&E.lock);
 }
+
+static void pump(void);
 
 void ods_sdom_leave(struct ods_sdom *d, size_t n)
 {
 	pthread_mutex_lock(&E.lock);
 	d->ops--;
 	d->bytes -= n;
+	bool queued = d->head != NULL;
 	pthread_cond_broadcast(&E.caps);
 	pthread_mutex_unlock(&E.lock);
+	if (queued)
+		pump(); /* an asynchronous source's pieces wait in the same domain */
 }
 
 size_t ods_src_piece_len(const struct ods_source *s, off_t pos, off_t end, size_t cap)
@@ -188,125 +182,7 @@ size_t ods_src_piece_len(const struct ods_source *s, off_t pos, off_t end, size_
 	return (size_t)n;
 }
 
-/* ---- the engine's threads ----------------------------------------------- */
-
-static void job_push(struct job *j)
-{
-	j->next = NULL;
-	pthread_mutex_lock(&E.lock);
-	if (E.jt)
-		E.jt->next = j;
-	else
-		E.jh = j;
-	E.jt = j;
-	pthread_cond_signal(&E.work);
-	pthread_mutex_unlock(&E.lock);
-}
-
-static void *pool_main(void *arg)
-{
-	(void)arg;
-	const struct ods_accel *a = ods_drv.accel;
-	bool attached = a->lanes && a->lanes->thread_attach() == 0;
-	pthread_mutex_lock(&E.lock);
-	for (;;) {
-		while (!E.jh && !E.stop)
-			pthread_cond_wait(&E.work, &E.lock);
-		struct job *j = E.jh;
-		if (!j)
-			break;
-		E.jh = j->next;
-		if (!E.jh)
-			E.jt = NULL;
-		pthread_mutex_unlock(&E.lock);
-		j->fn(j);
-		pthread_mutex_lock(&E.lock);
-	}
-	pthread_mutex_unlock(&E.lock);
-	if (attached)
-		a->lanes->thread_detach();
-	return NULL;
-}
-
-int ods_src_engine_start(void)
-{
-	pthread_mutex_lock(&E.lock);
-	if (E.nthreads == 0) {
-		E.stop = false;
-		while (E.nthreads < POOL_THREADS && !pthread_create(&E.th[E.nthreads], NULL, pool_main, NULL))
-			E.nthreads++;
-	}
-	unsigned n = E.nthreads;
-	pthread_mutex_unlock(&E.lock);
-	return n ? 0 : ods_fail(OPENDS_INTERNAL_ERROR, "sources: could not start a thread");
-}
-
-void ods_sources_fini(void)
-{
-	pthread_mutex_lock(&E.lock);
-	E.stop = true;
-	pthread_cond_broadcast(&E.work);
-	unsigned n = E.nthreads;
-	pthread_mutex_unlock(&E.lock);
-	/* every handle has drained: the queue holds no work */
-	for (unsigned i = 0; i < n; i++)
-		pthread_join(E.th[i], NULL);
-	pthread_mutex_lock(&E.lock);
-	E.nthreads = 0;
-	if (E.slot_mem) {
-		if (E.slot_pinned)
-			ods_drv.accel->mem->pinned_free(E.slot_mem, NSLOTS * SLOT);
-		else
-			free(E.slot_mem);
-	}
-	E.slot_mem = NULL;
-	E.slot_failed = false;
-	E.nfree = 0;
-	pthread_mutex_unlock(&E.lock);
-}
-
-/* fork() while open: the child has none of the engine's threads (and
- * perhaps a lock held by one): forget everything, leaking what the parent
- * had, as every module does (driver.c after_fork_child). */
-void ods_sources_forget(void)
-{
-	memset(&E, 0, sizeof(E));
-	E.lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
-	E.work = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
-	E.room = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
-	E.caps = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
-	ods_rados_forget();
-}
-
-/* ---- slots (E.lock held) ------------------------------------------------- */
-
-static int slot_take(void)
-{
-	if (!E.slot_mem && !E.slot_failed) {
-		const struct ods_accel *a = ods_drv.accel;
-		E.slot_pinned = a->mem != NULL;
-		E.slot_mem = E.slot_pinned ? a->mem->pinned_alloc(NSLOTS * SLOT) : NULL;
-		if (!E.slot_mem) {
-			E.slot_pinned = false;
-			E.slot_mem = ods_aligned_alloc(NSLOTS * SLOT);
-		}
-		if (!E.slot_mem)
-			E.slot_failed = true;
-		for (unsigned i = 0; E.slot_mem && i < NSLOTS; i++)
-			E.free_slots[i] = NSLOTS - 1 - i;
-		E.nfree = E.slot_mem ? NSLOTS : 0;
-	}
-	return E.nfree ? (int)E.free_slots[--E.nfree] : -1;
-}
-
-/* ---- requests ------------------------------------------------------------ */
-
-static void note_err(struct sreq *r, long e, off_t at)
-{
-	long z = 0;
-	if (atomic_compare_exchange_strong(&r->err, &z, e))
-		atomic_store(&r->err_off, (long long)at);
-}
+/* ---- pieces ----------------------------------------------------------------- */
 
 static void note_min(atomic_llong *v, long long x)
 {
@@ -322,88 +198,114 @@ static void note_max(atomic_llong *v, long long x)
 		;
 }
 
-static void req_put(struct sreq *r)
+static void note_err(struct sunit *su, long e, off_t at)
 {
-	if (atomic_fetch_sub_explicit(&r->pending, 1, memory_order_acq_rel) != 1)
-		return;
-	struct ods_io *io = r->io;
-	struct ods_source *s = r->s;
-	long e = atomic_load(&r->err);
-	ssize_t res;
-	long long short_at = atomic_load(&r->short_at), data_end = atomic_load(&r->data_end);
-	if (!e && io->opcode == OPENDS_READ && data_end > short_at) {
-		/* data after a short piece: the source's short count was not its end */
-		e = -EIO;
-		atomic_store(&r->err_off, short_at);
-	}
-	if (e) {
-		res = e;
-		ods_src_note_off(io, (off_t)atomic_load(&r->err_off));
-	} else if (io->opcode == OPENDS_WRITE) {
-		res = (ssize_t)io->size;
-	} else {
-		res = (ssize_t)((short_at < (long long)r->end ? (off_t)short_at : r->end) - io->off);
-	}
-	free(r);
-	ods_io_complete(io, res);
-	/* last: the handle may be freed once this reaches 0 */
-	if (atomic_fetch_sub_explicit(&s->reqs, 1, memory_order_acq_rel) == 1)
-		ods_futex_wake_all(&s->reqs);
+	long z = 0;
+	if (atomic_compare_exchange_strong(&su->err, &z, e))
+		atomic_store(&su->err_off, (long long)at);
 }
 
-/* Take the next piece of some domain's oldest request (E.lock held): NULL
- * when the caps (or slots) allow none. A piece with len 0 stands for a
- * request cancelled before it started. */
-static struct piece *carve(void)
+/* The result of the piece [off, off + len) of su. */
+static void piece_result(struct sunit *su, off_t off, size_t len, ssize_t res)
+{
+	if (res < 0)
+		note_err(su, (long)res, off);
+	else if ((size_t)res > len || (!su->rd && (size_t)res != len))
+		note_err(su, -EIO, off); /* more than asked; or a short write */
+	else if (su->rd && (size_t)res < len) {
+		off_t at = off + (off_t)res;
+		if (su->s->size >= 0 && at < su->u->r->end)
+			note_err(su, -EIO, at); /* short before the known end */
+		note_min(&su->short_at, (long long)at);
+		if (res)
+			note_max(&su->data_end, (long long)at);
+	} else if (su->rd) {
+		note_max(&su->data_end, (long long)(off + (off_t)res));
+	}
+}
+
+/* The engine's view of a whole request: a short chunk at one offset and
+ * data after it in another chunk is -EIO (the source's short count was not
+ * its end). Chunks finish on different workers, so each publishes its own
+ * end and data first, then looks at the others' (sequentially consistent:
+ * of two such chunks, at least one sees the other). These two fields are
+ * the engine's short/written marks; moving them the same way it does
+ * (lower / raise) changes nothing it would not have done itself. */
+static bool data_after_short(struct ods_stage_unit *u, long long sat, long long dend, long long *at)
+{
+	struct ods_stage_req *r = u->r;
+	bool shrt = sat < (long long)u->c1;
+	if (shrt)
+		note_min(&r->short_at, sat);
+	if (dend > (long long)u->c0)
+		note_max(&r->written_to, dend);
+	long long rs = atomic_load(&r->short_at), rw = atomic_load(&r->written_to);
+	if (shrt && rw > sat) {
+		*at = sat;
+		return true;
+	}
+	if (dend > (long long)u->c0 && rs < dend) {
+		*at = rs;
+		return true;
+	}
+	return false;
+}
+
+/* Worker thread: every piece of u has finished; report it to the engine. */
+static void unit_finish(struct sunit *su)
+{
+	struct ods_stage_unit *u = su->u;
+	struct ods_stage_req *r = u->r;
+	long e = atomic_load(&su->err);
+	long long at = atomic_load(&su->err_off);
+	long long sat = atomic_load(&su->short_at), dend = atomic_load(&su->data_end);
+	if (!e && su->rd && (dend > sat || data_after_short(u, sat, dend, &at))) {
+		e = -EIO;
+		if (dend > sat)
+			at = sat;
+	}
+	if (e) {
+		/* first error of the request: its offset names it in the detail */
+		long z = 0;
+		if (atomic_compare_exchange_strong(&r->err, &z, e))
+			ods_src_note_off(r->io, (off_t)at);
+		ods_stage_end(u, e);
+		return;
+	}
+	if (!su->rd) {
+		ods_stage_end(u, 0);
+		return;
+	}
+	u->io_done = (size_t)((sat < (long long)u->c1 ? (off_t)sat : u->c1) - u->c0);
+	ods_stage_read_done(u);
+}
+
+static void unit_put(struct sunit *su)
+{
+	if (atomic_fetch_sub_explicit(&su->pending, 1, memory_order_acq_rel) == 1)
+		ods_stage_post(su->u, 0); /* complete() runs unit_finish on its worker */
+}
+
+/* Take the next piece of some domain's oldest chunk (E.lock held), or
+ * false when the caps allow none. */
+static bool carve(struct piece *pc)
 {
 	struct ods_sdom *d, *prev = NULL;
 	for (d = E.busy; d; prev = d, d = d->bnext) {
-		struct sreq *r = d->head;
-		unsigned max_ops = d->max_ops ? d->max_ops : ODS_SRC_DEF_INFLIGHT;
-		if (d->ops >= max_ops)
+		struct sunit *su = d->head;
+		size_t n = ods_src_piece_len(su->s, su->pos, su->end, d->max_bytes);
+		if (!room_for(d, n))
 			continue;
-		bool cancel = !r->started && atomic_load_explicit(&r->io->cancelled, memory_order_acquire);
-		size_t n = cancel ? 0 : ods_src_piece_len(r->s, r->pos, r->end, r->staged ? SLOT : d->max_bytes);
-		if (d->max_bytes && d->ops && d->bytes + n > d->max_bytes)
-			continue;
-		int slot = -1;
-		if (r->staged && !cancel && (slot = slot_take()) < 0) {
-			if (E.slot_failed) {
-				/* no memory for slots at all: fail the request */
-				cancel = true;
-				n = 0;
-			} else {
-				continue;
-			}
-		}
-		struct piece *pc = malloc(sizeof(*pc));
-		if (!pc) {
-			if (slot >= 0)
-				E.free_slots[E.nfree++] = (unsigned)slot;
-			return NULL;
-		}
-		if (!r->started) {
-			r->started = true;
-			E.queued--;
-			pthread_cond_signal(&E.room);
-		}
-		pc->r = r;
-		pc->off = r->pos;
+		d->ops++;
+		d->bytes += n;
+		pc->su = su;
+		pc->off = su->pos;
 		pc->len = n;
-		pc->slot = slot;
-		pc->res = 0;
-		pc->buf = slot >= 0 ? E.slot_mem + (size_t)slot * SLOT : r->io->buf + (r->pos - r->io->off);
-		r->pos += (off_t)n;
-		pc->popped = cancel || r->pos >= r->end;
-		if (cancel)
-			note_err(r, E.slot_failed && !atomic_load(&r->io->cancelled) ? -ENOMEM : -ECANCELED, r->pos);
-		else {
-			d->ops++;
-			d->bytes += n;
-			atomic_fetch_add_explicit(&r->pending, 1, memory_order_relaxed);
-		}
+		su->pos += (off_t)n;
+		atomic_fetch_add_explicit(&su->pending, 1, memory_order_relaxed);
+		pc->popped = su->pos >= su->end;
 		if (pc->popped) {
-			d->head = r->next;
+			d->head = su->next;
 			if (!d->head)
 				d->tail = NULL;
 		}
@@ -424,12 +326,41 @@ static struct piece *carve(void)
 		} else {
 			d->busy = false;
 		}
-		return pc;
+		return true;
 	}
-	return NULL;
+	return false;
 }
 
-static void piece_start(struct piece *pc);
+static void piece_done(void *token, ssize_t result)
+{
+	struct piece *pc = token;
+	struct sunit *su = pc->su;
+	struct ods_sdom *d = su->s->dom;
+	piece_result(su, pc->off, pc->len, result);
+	pthread_mutex_lock(&E.lock);
+	d->ops--;
+	d->bytes -= pc->len;
+	pthread_cond_broadcast(&E.caps);
+	pthread_mutex_unlock(&E.lock);
+	free(pc);
+	unit_put(su);
+	pump();
+}
+
+static void piece_start(struct piece *pc)
+{
+	struct sunit *su = pc->su;
+	struct ods_source *s = su->s;
+	struct ods_stage_unit *u = su->u;
+	bool popped = pc->popped;
+	char *buf = u->io_buf + (pc->off - u->io_off);
+	int rc = su->rd ? s->ops.read_async(s->src, buf, pc->len, (uint64_t)pc->off, piece_done, pc)
+			: s->ops.write_async(s->src, buf, pc->len, (uint64_t)pc->off, piece_done, pc);
+	if (rc)
+		piece_done(pc, rc < 0 && rc > -OPENDS_ERRNO_MAX ? rc : -EIO);
+	if (popped)
+		unit_put(su); /* the queue's reference */
+}
 
 static _Thread_local int in_pump;
 static _Thread_local bool pump_again;
@@ -447,180 +378,100 @@ static void pump(void)
 	do {
 		pump_again = false;
 		for (;;) {
-			pthread_mutex_lock(&E.lock);
-			struct piece *pc = E.busy ? carve() : NULL;
-			pthread_mutex_unlock(&E.lock);
+			struct piece *pc = malloc(sizeof(*pc));
 			if (!pc)
+				break; /* the next completion pumps again */
+			pthread_mutex_lock(&E.lock);
+			bool got = E.busy && carve(pc);
+			pthread_mutex_unlock(&E.lock);
+			if (!got) {
+				free(pc);
 				break;
+			}
 			piece_start(pc);
 		}
 	} while (pump_again);
 	in_pump = 0;
 }
 
-static void piece_finish(struct piece *pc)
+/* A blocking source: every piece on this worker, in order, up to the first
+ * error. Pieces after a short one are read too, as the pieces of an
+ * asynchronous source run in parallel: data after a short piece is -EIO
+ * whichever way the source runs. */
+static void run_blocking(struct sunit *su)
 {
-	struct sreq *r = pc->r;
-	struct ods_source *s = r->s;
-	ssize_t res = pc->res;
-	bool rd = r->io->opcode == OPENDS_READ;
-	if (res < 0)
-		note_err(r, (long)res, pc->off);
-	else if ((size_t)res > pc->len || (!rd && (size_t)res != pc->len))
-		note_err(r, -EIO, pc->off); /* more than asked; or a short write */
-	else if (rd && (size_t)res < pc->len) {
-		off_t at = pc->off + (off_t)res;
-		if (s->size >= 0 && at < r->end)
-			note_err(r, -EIO, at); /* short before the known end */
-		note_min(&r->short_at, (long long)at);
-		if (res)
-			note_max(&r->data_end, (long long)at);
-	} else if (rd) {
-		note_max(&r->data_end, (long long)(pc->off + (off_t)res));
+	struct ods_source *s = su->s;
+	struct ods_stage_unit *u = su->u;
+	unsigned max_ops;
+	size_t max_bytes;
+	ods_sdom_caps(s->dom, &max_ops, &max_bytes);
+	while (su->pos < su->end) {
+		off_t off = su->pos;
+		size_t n = ods_src_piece_len(s, off, su->end, max_bytes);
+		char *buf = u->io_buf + (off - u->io_off);
+		ods_sdom_enter(s->dom, n);
+		ssize_t res = su->rd ? s->ops.read(s->src, buf, n, (uint64_t)off) : s->ops.write(s->src, buf, n, (uint64_t)off);
+		ods_sdom_leave(s->dom, n);
+		if (res < 0 && res <= -OPENDS_ERRNO_MAX)
+			res = -EIO;
+		piece_result(su, off, n, res);
+		su->pos += (off_t)n;
+		if (res < 0)
+			break;
 	}
-	pthread_mutex_lock(&E.lock);
-	struct ods_sdom *d = s->dom;
-	d->ops--;
-	d->bytes -= pc->len;
-	if (pc->slot >= 0)
-		E.free_slots[E.nfree++] = (unsigned)pc->slot;
-	pthread_mutex_unlock(&E.lock);
-	free(pc);
-	req_put(r);
-	pump();
+	unit_finish(su);
 }
 
-/* staged read: copy the slot to the device (engine thread) */
-static void copy_in_job(struct job *j)
+/* ---- the mover ----------------------------------------------------------- */
+
+static int src_worker_open(struct ods_stage *s, unsigned idx, void **ctx)
 {
-	struct piece *pc = (struct piece *)j;
-	struct ods_io *io = pc->r->io;
-	int rc = ods_drv.accel->copy_to_device(io->buf + (pc->off - io->off), pc->buf, (size_t)pc->res);
-	if (rc)
-		pc->res = -rc;
-	piece_finish(pc);
+	(void)idx;
+	*ctx = calloc(ods_stage_params(s)->depth, sizeof(struct sunit));
+	return *ctx ? 0 : ods_fail(OPENDS_NOMEM_ERROR, "sources: out of memory");
 }
 
-static void src_done(void *token, ssize_t result)
+static void src_worker_close(void *ctx)
 {
-	struct piece *pc = token;
-	pc->res = result;
-	if (pc->slot >= 0 && pc->r->io->opcode == OPENDS_READ && result > 0 && (size_t)result <= pc->len) {
-		pc->job.fn = copy_in_job;
-		job_push(&pc->job);
-		return;
-	}
-	piece_finish(pc);
+	free(ctx);
 }
 
-static void start_async(struct piece *pc)
+static int src_req_init(struct ods_stage_req *r)
 {
-	struct sreq *r = pc->r;
-	struct ods_source *s = r->s;
-	int rc = r->io->opcode == OPENDS_READ
-			 ? s->ops.read_async(s->src, pc->buf, pc->len, (uint64_t)pc->off, src_done, pc)
-			 : s->ops.write_async(s->src, pc->buf, pc->len, (uint64_t)pc->off, src_done, pc);
-	if (rc) {
-		pc->res = rc < 0 && rc > -OPENDS_ERRNO_MAX ? rc : -EIO;
-		piece_finish(pc);
-	}
-}
-
-/* engine thread: copy a staged write to its slot, then the transfer; or
- * a blocking source's call */
-static void run_job(struct job *j)
-{
-	struct piece *pc = (struct piece *)j;
-	struct sreq *r = pc->r;
-	struct ods_source *s = r->s;
-	bool rd = r->io->opcode == OPENDS_READ;
-	if (!rd && pc->slot >= 0) {
-		int rc = ods_drv.accel->copy_to_host(pc->buf, r->io->buf + (pc->off - r->io->off), pc->len);
-		if (rc) {
-			pc->res = -rc;
-			piece_finish(pc);
-			return;
-		}
-	}
-	if (!(s->flags & OPENDS_SOURCE_BLOCKING)) {
-		start_async(pc);
-		return;
-	}
-	ssize_t res = rd ? s->ops.read(s->src, pc->buf, pc->len, (uint64_t)pc->off)
-			 : s->ops.write(s->src, pc->buf, pc->len, (uint64_t)pc->off);
-	src_done(pc, res > -OPENDS_ERRNO_MAX || res >= 0 ? res : -EIO);
-}
-
-static void piece_start(struct piece *pc)
-{
-	struct sreq *r = pc->r;
-	bool popped = pc->popped;
-	if (pc->len == 0) {
-		free(pc);
-	} else if ((r->s->flags & OPENDS_SOURCE_BLOCKING) || (pc->slot >= 0 && r->io->opcode == OPENDS_WRITE)) {
-		pc->job.fn = run_job;
-		job_push(&pc->job);
-	} else {
-		start_async(pc);
-	}
-	if (popped)
-		req_put(r); /* the queue's reference */
-}
-
-/* ---- submission ------------------------------------------------------------ */
-
-static void oracle_job(struct job *j)
-{
-	struct sreq *r = (struct sreq *)((char *)j - offsetof(struct sreq, job));
 	struct ods_io *io = r->io;
-	struct ods_source *s = r->s;
-	free(r);
-	ssize_t res = atomic_load_explicit(&io->cancelled, memory_order_acquire) ? -ECANCELED : ods_source_run(io);
-	ods_io_complete(io, res);
-	if (atomic_fetch_sub_explicit(&s->reqs, 1, memory_order_acq_rel) == 1)
-		ods_futex_wake_all(&s->reqs);
-}
-
-void ods_source_submit(struct ods_io *io, bool may_block)
-{
 	struct ods_source *s = io->fh->src;
-	struct sreq *r = calloc(1, sizeof(*r));
-	if (!r) {
-		ods_io_complete(io, -ENOMEM);
-		return;
-	}
-	atomic_fetch_add_explicit(&s->reqs, 1, memory_order_relaxed);
-	r->io = io;
-	r->s = s;
-	if (ods_drv.be == &ods_backend_ref) {
-		/* the oracle, one request at a time per engine thread */
-		r->job.fn = oracle_job;
-		job_push(&r->job);
-		return;
-	}
-	r->pos = io->off;
-	r->end = io->off + (off_t)io->size;
+	r->fsize = s->size;
+	r->delegate = ods_drv.be == &ods_backend_ref; /* the oracle runs it whole */
 	if (io->opcode == OPENDS_READ && s->size >= 0 && r->end > s->size)
 		r->end = io->off < s->size ? (off_t)s->size : io->off;
-	r->staged = io->mem == ODS_MEM_DEVICE && !(s->flags & OPENDS_SOURCE_DEVICE_MEMORY);
-	atomic_init(&r->pending, 1);
-	atomic_init(&r->short_at, (long long)r->end);
-	atomic_init(&r->data_end, (long long)io->off);
-	if (r->end == r->pos) {
-		/* at or after the known end: nothing reaches the source */
-		req_put(r);
+	return r->end == io->off; /* at or after the known end: nothing reaches the source */
+}
+
+static void start_unit(struct ods_stage_unit *u, bool rd)
+{
+	struct sunit *su = (struct sunit *)ods_stage_ctx(u) + u->idx;
+	su->u = u;
+	su->s = u->r->io->fh->src;
+	su->rd = rd;
+	su->pos = u->c0;
+	su->end = u->c1;
+	su->next = NULL;
+	atomic_init(&su->pending, 1);
+	atomic_init(&su->short_at, (long long)u->c1);
+	atomic_init(&su->data_end, (long long)u->c0);
+	atomic_init(&su->err, 0);
+	atomic_init(&su->err_off, 0);
+	if (su->s->flags & OPENDS_SOURCE_BLOCKING) {
+		run_blocking(su);
 		return;
 	}
-	struct ods_sdom *d = s->dom;
+	struct ods_sdom *d = su->s->dom;
 	pthread_mutex_lock(&E.lock);
-	while (may_block && E.queued >= MAX_QUEUED)
-		pthread_cond_wait(&E.room, &E.lock);
-	E.queued++;
 	if (d->tail)
-		d->tail->next = r;
+		d->tail->next = su;
 	else
-		d->head = r;
-	d->tail = r;
+		d->head = su;
+	d->tail = su;
 	if (!d->busy) {
 		d->busy = true;
 		d->bnext = NULL;
@@ -632,4 +483,113 @@ void ods_source_submit(struct ods_io *io, bool may_block)
 	}
 	pthread_mutex_unlock(&E.lock);
 	pump();
+}
+
+static void src_read(struct ods_stage_unit *u)
+{
+	struct ods_io *io = u->r->io;
+	const struct ods_source *s = io->fh->src;
+	u->io_off = u->c0;
+	u->io_len = (size_t)(u->c1 - u->c0);
+	u->slot = io->mem == ODS_MEM_DEVICE && !(s->flags & OPENDS_SOURCE_DEVICE_MEMORY);
+	u->io_buf = u->slot ? ods_stage_slot(u) : io->buf + (u->c0 - io->off);
+	if (!u->io_buf) {
+		ods_stage_end(u, -ENOMEM);
+		return;
+	}
+	start_unit(u, true);
+}
+
+static void src_write(struct ods_stage_unit *u)
+{
+	start_unit(u, false);
+}
+
+static void src_complete(struct ods_stage_unit *u, long res)
+{
+	(void)res;
+	unit_finish((struct sunit *)ods_stage_ctx(u) + u->idx);
+}
+
+static const struct ods_mover source_mover = {
+	.name = "sources",
+	.worker_open = src_worker_open,
+	.worker_close = src_worker_close,
+	.req_init = src_req_init,
+	.read = src_read,
+	.write = src_write,
+	.rw_whole = ods_source_run,
+	.complete = src_complete,
+};
+
+/* ---- engine life ---------------------------------------------------------- */
+
+int ods_src_engine_start(void)
+{
+	int rc = 0;
+	pthread_mutex_lock(&E.lock);
+	if (!E.stage) {
+		struct ods_stage_params p = { ENG_THREADS, ENG_DEPTH, ENG_CHUNK, 0 };
+		rc = ods_stage_open(&E.stage, &p, &source_mover, &ods_drv.cfg, ods_drv.accel);
+	}
+	pthread_mutex_unlock(&E.lock);
+	return rc;
+}
+
+void ods_src_engine_params(unsigned *threads, unsigned *depth, size_t *chunk)
+{
+	pthread_mutex_lock(&E.lock);
+	const struct ods_stage_params *p = E.stage ? ods_stage_params(E.stage) : NULL;
+	*threads = p ? p->threads : ENG_THREADS;
+	*depth = p ? p->depth : ENG_DEPTH;
+	*chunk = p ? p->chunk : ENG_CHUNK;
+	pthread_mutex_unlock(&E.lock);
+}
+
+void ods_sources_fini(void)
+{
+	/* every handle has drained: the engine holds no request */
+	pthread_mutex_lock(&E.lock);
+	struct ods_stage *st = E.stage;
+	E.stage = NULL;
+	pthread_mutex_unlock(&E.lock);
+	if (st)
+		ods_stage_close(st);
+}
+
+/* fork() while open: the child has none of the engine's threads (and
+ * perhaps a lock held by one): forget everything, leaking what the parent
+ * had, as every module does (driver.c after_fork_child). */
+void ods_sources_forget(void)
+{
+	memset(&E, 0, sizeof(E));
+	E.lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+	E.caps = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
+	ods_rados_forget();
+}
+
+/* ---- submission ------------------------------------------------------------ */
+
+/* The caller's done, kept in be_scratch[1] while the request is ours. */
+static void src_io_done(struct ods_io *io)
+{
+	struct ods_source *s = io->fh->src;
+	ods_io_done_fn done;
+	memcpy(&done, &io->be_scratch[1], sizeof(done));
+	io->done = done;
+	done(io);
+	/* last: the handle may be freed once this reaches 0 */
+	if (atomic_fetch_sub_explicit(&s->reqs, 1, memory_order_acq_rel) == 1)
+		ods_futex_wake_all(&s->reqs);
+}
+
+void ods_source_submit(struct ods_io *io, bool may_block)
+{
+	struct ods_source *s = io->fh->src;
+	_Static_assert(sizeof(ods_io_done_fn) <= sizeof(io->be_scratch[1]), "done fits a scratch word");
+	atomic_fetch_add_explicit(&s->reqs, 1, memory_order_relaxed);
+	memcpy(&io->be_scratch[1], &io->done, sizeof(io->done));
+	io->done = src_io_done;
+	ods_src_note_off(io, io->off); /* the detail's offset until a piece fails */
+	ods_stage_submit(E.stage, io, may_block);
 }
