@@ -197,7 +197,7 @@ struct ods_future {
 	uint32_t magic;
 	atomic_uint state;
 	ssize_t result;
-	const char *why; /* static detail of a failure found at submit */
+	const char *why; /* static detail of a failure found at submit, or of a source's failure */
 };
 _Static_assert(sizeof(struct ods_future) <= sizeof(opends_async_future_t), "future fits the public type");
 _Static_assert(_Alignof(struct ods_future) <= _Alignof(opends_async_future_t), "future alignment");
@@ -206,6 +206,8 @@ static void future_done(struct ods_io *io)
 {
 	struct ods_future *f = io->owner;
 	f->result = io->result;
+	if (io->result < 0 && io->why)
+		f->why = io->why; /* a source's failure, named (it lives as long as the process) */
 	free(io);
 	signal_done(&f->state);
 }

@@ -211,12 +211,50 @@ ssize_t ods_source_run(struct ods_io *io)
 	return ret < 0 ? ret : (ssize_t)done;
 }
 
-void ods_source_fail(const struct ods_io *io, ssize_t r)
+static void fail_text(char *buf, size_t n, const struct ods_io *io, ssize_t r)
 {
 	const struct ods_source *s = io->fh->src;
-	ods_fail((int)-r, "%s: %s of %zu bytes at offset %lld failed at offset %lld: %s", s->label,
+	snprintf(buf, n, "%s: %s of %zu bytes at offset %lld failed at offset %lld: %s", s->label,
 		 io->opcode == OPENDS_READ ? "read" : "write", io->size, (long long)io->off,
 		 (long long)(off_t)io->be_scratch[0], opends_op_status_error((int)r));
+}
+
+void ods_source_fail(const struct ods_io *io, ssize_t r)
+{
+	char buf[ODS_SRC_LABEL + 200];
+	fail_text(buf, sizeof(buf), io, r);
+	ods_fail((int)-r, "%s", buf);
+}
+
+/* A future is awaited after its request (and perhaps its handle) is gone,
+ * so the detail it repeats must live as long as the process: each distinct
+ * detail is kept once, in a table that only grows, up to DETAILS_MAX
+ * (about 300 KiB); past that, later failures get the generic detail. */
+#define DETAILS_MAX 1024u
+static struct {
+	pthread_mutex_t lock;
+	char *s[DETAILS_MAX];
+	unsigned n;
+} details = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+const char *ods_source_why(const struct ods_io *io, ssize_t r)
+{
+	char buf[ODS_SRC_LABEL + 200];
+	fail_text(buf, sizeof(buf), io, r);
+	const char *why = NULL;
+	pthread_mutex_lock(&details.lock);
+	for (unsigned i = 0; i < details.n && !why; i++)
+		if (!strcmp(details.s[i], buf))
+			why = details.s[i];
+	if (!why && details.n < DETAILS_MAX && (details.s[details.n] = strdup(buf)))
+		why = details.s[details.n++];
+	pthread_mutex_unlock(&details.lock);
+	return why;
+}
+
+void ods_source_why_forget(void)
+{
+	details.lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
 }
 
 /* ---- describe ------------------------------------------------------------- */

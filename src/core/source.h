@@ -64,6 +64,15 @@ static inline void ods_src_note_off(struct ods_io *io, off_t at)
 	io->be_scratch[0] = (uintptr_t)at;
 }
 
+/* ---- source.c ---------------------------------------------------------- */
+
+/* The detail of a failed request (its offset from ods_src_note_off) as a
+ * string that lives as long as the process, for io->why (a future repeats
+ * it at await); NULL when the table of them is full. */
+const char *ods_source_why(const struct ods_io *io, ssize_t r);
+/* fork(): the table's lock may be held by a thread the child lacks */
+void ods_source_why_forget(void);
+
 /* ---- src/sources/ ------------------------------------------------------- */
 
 /* fork(): forget the parent's cluster connections (not usable here). */

@@ -48,8 +48,8 @@ struct ods_sdom {
 	unsigned ops;
 	size_t bytes;
 	struct sunit *head, *tail; /* chunks with pieces left to start */
-	struct ods_sdom *next;     /* E.doms */
-	struct ods_sdom *bnext;    /* E.busy: domains with head != NULL */
+	struct ods_sdom *next;     /* srcs.doms */
+	struct ods_sdom *bnext;    /* srcs.busy: domains with head != NULL */
 	bool busy;
 };
 
@@ -58,7 +58,7 @@ struct sunit {
 	struct ods_stage_unit *u;
 	struct ods_source *s;
 	bool rd;
-	off_t pos, end;          /* pieces left to start (E.lock) */
+	off_t pos, end;          /* pieces left to start (srcs.lock) */
 	atomic_uint pending;     /* pieces running + 1 while pieces are left */
 	atomic_llong short_at;   /* lowest end of a short piece */
 	atomic_llong data_end;   /* highest end of returned data */
@@ -79,7 +79,7 @@ static struct {
 	pthread_cond_t caps;
 	struct ods_sdom *doms, *busy, *busy_tail;
 	struct ods_stage *stage;
-} E = { .lock = PTHREAD_MUTEX_INITIALIZER, .caps = PTHREAD_COND_INITIALIZER };
+} srcs = { .lock = PTHREAD_MUTEX_INITIALIZER, .caps = PTHREAD_COND_INITIALIZER };
 
 /* ---- domains ------------------------------------------------------------ */
 
@@ -94,50 +94,50 @@ static size_t min_nz_z(size_t a, size_t b)
 
 struct ods_sdom *ods_sdom_get(uint64_t key, unsigned max_ops, size_t max_bytes)
 {
-	pthread_mutex_lock(&E.lock);
+	pthread_mutex_lock(&srcs.lock);
 	struct ods_sdom *d = NULL;
 	if (key)
-		for (d = E.doms; d && d->key != key; d = d->next)
+		for (d = srcs.doms; d && d->key != key; d = d->next)
 			;
 	if (!d) {
 		d = calloc(1, sizeof(*d));
 		if (!d) {
-			pthread_mutex_unlock(&E.lock);
+			pthread_mutex_unlock(&srcs.lock);
 			return NULL;
 		}
 		d->key = key;
-		d->next = E.doms;
-		E.doms = d;
+		d->next = srcs.doms;
+		srcs.doms = d;
 	}
 	d->refs++;
 	d->max_ops = min_nz_u(d->max_ops, max_ops);
 	d->max_bytes = min_nz_z(d->max_bytes, max_bytes);
-	pthread_mutex_unlock(&E.lock);
+	pthread_mutex_unlock(&srcs.lock);
 	return d;
 }
 
 void ods_sdom_put(struct ods_sdom *d)
 {
-	pthread_mutex_lock(&E.lock);
+	pthread_mutex_lock(&srcs.lock);
 	if (--d->refs == 0) {
-		struct ods_sdom **p = &E.doms;
+		struct ods_sdom **p = &srcs.doms;
 		while (*p != d)
 			p = &(*p)->next;
 		*p = d->next;
 		free(d);
 	}
-	pthread_mutex_unlock(&E.lock);
+	pthread_mutex_unlock(&srcs.lock);
 }
 
 void ods_sdom_caps(const struct ods_sdom *d, unsigned *max_ops, size_t *max_bytes)
 {
-	pthread_mutex_lock(&E.lock);
+	pthread_mutex_lock(&srcs.lock);
 	*max_ops = d->max_ops ? d->max_ops : ODS_SRC_DEF_INFLIGHT;
 	*max_bytes = d->max_bytes;
-	pthread_mutex_unlock(&E.lock);
+	pthread_mutex_unlock(&srcs.lock);
 }
 
-/* caller holds E.lock */
+/* caller holds srcs.lock */
 static bool room_for(const struct ods_sdom *d, size_t n)
 {
 	unsigned max_ops = d->max_ops ? d->max_ops : ODS_SRC_DEF_INFLIGHT;
@@ -146,24 +146,24 @@ static bool room_for(const struct ods_sdom *d, size_t n)
 
 void ods_sdom_enter(struct ods_sdom *d, size_t n)
 {
-	pthread_mutex_lock(&E.lock);
+	pthread_mutex_lock(&srcs.lock);
 	while (!room_for(d, n))
-		pthread_cond_wait(&E.caps, &E.lock);
+		pthread_cond_wait(&srcs.caps, &srcs.lock);
 	d->ops++;
 	d->bytes += n;
-	pthread_mutex_unlock(&E.lock);
+	pthread_mutex_unlock(&srcs.lock);
 }
 
 static void pump(void);
 
 void ods_sdom_leave(struct ods_sdom *d, size_t n)
 {
-	pthread_mutex_lock(&E.lock);
+	pthread_mutex_lock(&srcs.lock);
 	d->ops--;
 	d->bytes -= n;
 	bool queued = d->head != NULL;
-	pthread_cond_broadcast(&E.caps);
-	pthread_mutex_unlock(&E.lock);
+	pthread_cond_broadcast(&srcs.caps);
+	pthread_mutex_unlock(&srcs.lock);
 	if (queued)
 		pump(); /* an asynchronous source's pieces wait in the same domain */
 }
@@ -286,12 +286,12 @@ static void unit_put(struct sunit *su)
 		ods_stage_post(su->u, 0); /* complete() runs unit_finish on its worker */
 }
 
-/* Take the next piece of some domain's oldest chunk (E.lock held), or
+/* Take the next piece of some domain's oldest chunk (srcs.lock held), or
  * false when the caps allow none. */
 static bool carve(struct piece *pc)
 {
 	struct ods_sdom *d, *prev = NULL;
-	for (d = E.busy; d; prev = d, d = d->bnext) {
+	for (d = srcs.busy; d; prev = d, d = d->bnext) {
 		struct sunit *su = d->head;
 		size_t n = ods_src_piece_len(su->s, su->pos, su->end, d->max_bytes);
 		if (!room_for(d, n))
@@ -313,16 +313,16 @@ static bool carve(struct piece *pc)
 		if (prev)
 			prev->bnext = d->bnext;
 		else
-			E.busy = d->bnext;
-		if (E.busy_tail == d)
-			E.busy_tail = prev;
+			srcs.busy = d->bnext;
+		if (srcs.busy_tail == d)
+			srcs.busy_tail = prev;
 		d->bnext = NULL;
 		if (d->head) {
-			if (E.busy_tail)
-				E.busy_tail->bnext = d;
+			if (srcs.busy_tail)
+				srcs.busy_tail->bnext = d;
 			else
-				E.busy = d;
-			E.busy_tail = d;
+				srcs.busy = d;
+			srcs.busy_tail = d;
 		} else {
 			d->busy = false;
 		}
@@ -337,11 +337,11 @@ static void piece_done(void *token, ssize_t result)
 	struct sunit *su = pc->su;
 	struct ods_sdom *d = su->s->dom;
 	piece_result(su, pc->off, pc->len, result);
-	pthread_mutex_lock(&E.lock);
+	pthread_mutex_lock(&srcs.lock);
 	d->ops--;
 	d->bytes -= pc->len;
-	pthread_cond_broadcast(&E.caps);
-	pthread_mutex_unlock(&E.lock);
+	pthread_cond_broadcast(&srcs.caps);
+	pthread_mutex_unlock(&srcs.lock);
 	free(pc);
 	unit_put(su);
 	pump();
@@ -381,9 +381,9 @@ static void pump(void)
 			struct piece *pc = malloc(sizeof(*pc));
 			if (!pc)
 				break; /* the next completion pumps again */
-			pthread_mutex_lock(&E.lock);
-			bool got = E.busy && carve(pc);
-			pthread_mutex_unlock(&E.lock);
+			pthread_mutex_lock(&srcs.lock);
+			bool got = srcs.busy && carve(pc);
+			pthread_mutex_unlock(&srcs.lock);
 			if (!got) {
 				free(pc);
 				break;
@@ -466,7 +466,7 @@ static void start_unit(struct ods_stage_unit *u, bool rd)
 		return;
 	}
 	struct ods_sdom *d = su->s->dom;
-	pthread_mutex_lock(&E.lock);
+	pthread_mutex_lock(&srcs.lock);
 	if (d->tail)
 		d->tail->next = su;
 	else
@@ -475,13 +475,13 @@ static void start_unit(struct ods_stage_unit *u, bool rd)
 	if (!d->busy) {
 		d->busy = true;
 		d->bnext = NULL;
-		if (E.busy_tail)
-			E.busy_tail->bnext = d;
+		if (srcs.busy_tail)
+			srcs.busy_tail->bnext = d;
 		else
-			E.busy = d;
-		E.busy_tail = d;
+			srcs.busy = d;
+		srcs.busy_tail = d;
 	}
-	pthread_mutex_unlock(&E.lock);
+	pthread_mutex_unlock(&srcs.lock);
 	pump();
 }
 
@@ -527,32 +527,32 @@ static const struct ods_mover source_mover = {
 int ods_src_engine_start(void)
 {
 	int rc = 0;
-	pthread_mutex_lock(&E.lock);
-	if (!E.stage) {
+	pthread_mutex_lock(&srcs.lock);
+	if (!srcs.stage) {
 		struct ods_stage_params p = { ENG_THREADS, ENG_DEPTH, ENG_CHUNK, 0 };
-		rc = ods_stage_open(&E.stage, &p, &source_mover, &ods_drv.cfg, ods_drv.accel);
+		rc = ods_stage_open(&srcs.stage, &p, &source_mover, &ods_drv.cfg, ods_drv.accel);
 	}
-	pthread_mutex_unlock(&E.lock);
+	pthread_mutex_unlock(&srcs.lock);
 	return rc;
 }
 
 void ods_src_engine_params(unsigned *threads, unsigned *depth, size_t *chunk)
 {
-	pthread_mutex_lock(&E.lock);
-	const struct ods_stage_params *p = E.stage ? ods_stage_params(E.stage) : NULL;
+	pthread_mutex_lock(&srcs.lock);
+	const struct ods_stage_params *p = srcs.stage ? ods_stage_params(srcs.stage) : NULL;
 	*threads = p ? p->threads : ENG_THREADS;
 	*depth = p ? p->depth : ENG_DEPTH;
 	*chunk = p ? p->chunk : ENG_CHUNK;
-	pthread_mutex_unlock(&E.lock);
+	pthread_mutex_unlock(&srcs.lock);
 }
 
 void ods_sources_fini(void)
 {
 	/* every handle has drained: the engine holds no request */
-	pthread_mutex_lock(&E.lock);
-	struct ods_stage *st = E.stage;
-	E.stage = NULL;
-	pthread_mutex_unlock(&E.lock);
+	pthread_mutex_lock(&srcs.lock);
+	struct ods_stage *st = srcs.stage;
+	srcs.stage = NULL;
+	pthread_mutex_unlock(&srcs.lock);
 	if (st)
 		ods_stage_close(st);
 }
@@ -562,9 +562,10 @@ void ods_sources_fini(void)
  * had, as every module does (driver.c after_fork_child). */
 void ods_sources_forget(void)
 {
-	memset(&E, 0, sizeof(E));
-	E.lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
-	E.caps = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
+	memset(&srcs, 0, sizeof(srcs));
+	srcs.lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+	srcs.caps = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
+	ods_source_why_forget();
 	ods_rados_forget();
 }
 
@@ -577,6 +578,8 @@ static void src_io_done(struct ods_io *io)
 	ods_io_done_fn done;
 	memcpy(&done, &io->be_scratch[1], sizeof(done));
 	io->done = done;
+	if (io->result < 0 && io->result > -OPENDS_ERRNO_MAX && !io->why)
+		io->why = ods_source_why(io, io->result); /* a future's await names the source */
 	done(io);
 	/* last: the handle may be freed once this reaches 0 */
 	if (atomic_fetch_sub_explicit(&s->reqs, 1, memory_order_acq_rel) == 1)
@@ -591,5 +594,5 @@ void ods_source_submit(struct ods_io *io, bool may_block)
 	memcpy(&io->be_scratch[1], &io->done, sizeof(io->done));
 	io->done = src_io_done;
 	ods_src_note_off(io, io->off); /* the detail's offset until a piece fails */
-	ods_stage_submit(E.stage, io, may_block);
+	ods_stage_submit(srcs.stage, io, may_block);
 }

@@ -92,6 +92,11 @@ static void expect_read(opends_handle_t fh, size_t size, off_t off, ssize_t want
 	}
 	r = do_io(ASYNC, OPENDS_READ, fh, buf, size, off, 0);
 	CHECKF(r == want, "%s: async read got %zd, want %zd", what, r, want);
+	if (want < 0) {
+		/* await repeats the failure's own detail, not a generic one */
+		CHECKF(strstr(t_detail(), "opends_async_await: fake://obj: read of") && strstr(t_detail(), "failed at offset"),
+		       "%s: the async detail does not name the source and offset: %s", what, t_detail());
+	}
 	r = do_io(BATCH, OPENDS_READ, fh, buf, size, off, 0);
 	CHECKF(r == want, "%s: batch read got %zd, want %zd", what, r, want);
 	free(buf);
@@ -118,6 +123,9 @@ static void failures(enum fake_mode mode)
 	expect_read(fh, OBJ, 0, -ETIMEDOUT, "a piece times out");
 	EXPECT_SSZ(opends_sync_read(fh, b, 16, 200000, 0), -ETIMEDOUT);
 	CHECKF(strstr(t_detail(), "200000"), "the detail does not name the offset: %s", t_detail());
+	EXPECT_SSZ(do_io(ASYNC, OPENDS_READ, fh, b, 16, 200000, 0), -ETIMEDOUT);
+	CHECKF(strstr(t_detail(), "at offset 200000 failed at offset 200000"),
+	       "the async detail does not name the offset: %s", t_detail());
 	expect_read(fh, 1000, 0, 1000, "other pieces still work");
 	f->fail_errno = 0;
 
