@@ -738,6 +738,16 @@ OPENDS_API opends_error_t opends_handle_open_url(opends_handle_t *fh, const char
 OPENDS_API opends_error_t opends_handle_register_rados(opends_handle_t *fh, void *rados_ioctx, const char *oid,
 						       unsigned flags);
 
+/*
+ * The client libraries of the built-in sources as this process finds them
+ * (they are loaded at run time, never needed to build): one line each for
+ * librados, libradosstriper and libcephfs, "NAME: VERSION, PATH (what it
+ * serves)" or "NAME: not found ...". Loads them to ask (as the first
+ * rados:// handle would). Needs no open driver; the text is cut to len.
+ * opends-info prints it. Errors: OPENDS_INVALID_VALUE (buf NULL, len 0).
+ */
+OPENDS_API opends_error_t opends_source_libraries(char *buf, size_t len);
+
 #ifdef __cplusplus
 }
 #endif

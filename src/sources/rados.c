@@ -20,6 +20,7 @@
  * default stripe unit and object size).
  */
 #include <dlfcn.h>
+#include <link.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,12 +68,12 @@ static struct {
 	int (*striper_aio_read)(void *, const char *, void *, char *, size_t, uint64_t);
 	int (*striper_aio_write)(void *, const char *, void *, const char *, size_t, uint64_t);
 	int (*striper_stat)(void *, const char *, uint64_t *, time_t *);
-} L = { .lock = PTHREAD_MUTEX_INITIALIZER };
+} rlib = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 #define SYM(lib, field, name)                                        \
 	do {                                                         \
-		*(void **)&L.field = dlsym(lib, name);               \
-		if (!L.field && !missing)                            \
+		*(void **)&rlib.field = dlsym(lib, name);               \
+		if (!rlib.field && !missing)                            \
 			missing = name;                              \
 	} while (0)
 
@@ -81,66 +82,130 @@ static struct {
  * what is missing. */
 static int load(void)
 {
-	pthread_mutex_lock(&L.lock);
-	if (!L.tried) {
-		L.tried = true;
+	pthread_mutex_lock(&rlib.lock);
+	if (!rlib.tried) {
+		rlib.tried = true;
 		const char *name = getenv("OPENDS_RADOS_LIBRARY");
 		if (!name || !*name)
 			name = "librados.so.2";
 		/* a caller that hands us an ioctx has librados loaded: use it */
-		L.lib = dlopen(name, RTLD_NOW | RTLD_NOLOAD);
-		if (!L.lib)
-			L.lib = dlopen(name, RTLD_NOW);
+		rlib.lib = dlopen(name, RTLD_NOW | RTLD_NOLOAD);
+		if (!rlib.lib)
+			rlib.lib = dlopen(name, RTLD_NOW);
 		const char *missing = NULL;
-		if (!L.lib) {
+		if (!rlib.lib) {
 			const char *e = dlerror();
-			snprintf(L.why, sizeof(L.why), "%s cannot be loaded (%s); install librados2 (Debian: apt-get "
+			snprintf(rlib.why, sizeof(rlib.why), "%s cannot be loaded (%s); install librados2 (Debian: apt-get "
 				 "install librados2)", name, e ? e : "not found");
-			L.rc = OPENDS_PLATFORM_NOT_SUPPORTED;
+			rlib.rc = OPENDS_PLATFORM_NOT_SUPPORTED;
 		} else {
-			SYM(L.lib, create, "rados_create");
-			SYM(L.lib, conf_read_file, "rados_conf_read_file");
-			SYM(L.lib, conf_set, "rados_conf_set");
-			SYM(L.lib, conf_get, "rados_conf_get");
-			SYM(L.lib, connect, "rados_connect");
-			SYM(L.lib, shutdown, "rados_shutdown");
-			SYM(L.lib, ioctx_create, "rados_ioctx_create");
-			SYM(L.lib, ioctx_destroy, "rados_ioctx_destroy");
-			SYM(L.lib, ioctx_get_cluster, "rados_ioctx_get_cluster");
-			SYM(L.lib, ioctx_set_namespace, "rados_ioctx_set_namespace");
-			SYM(L.lib, ioctx_get_pool_name, "rados_ioctx_get_pool_name");
-			SYM(L.lib, aio_create_completion, "rados_aio_create_completion");
-			SYM(L.lib, aio_read, "rados_aio_read");
-			SYM(L.lib, aio_write, "rados_aio_write");
-			SYM(L.lib, aio_get_return_value, "rados_aio_get_return_value");
-			SYM(L.lib, aio_release, "rados_aio_release");
-			SYM(L.lib, stat, "rados_stat");
-			SYM(L.lib, create_write_op, "rados_create_write_op");
-			SYM(L.lib, release_write_op, "rados_release_write_op");
-			SYM(L.lib, write_op_create, "rados_write_op_create");
-			SYM(L.lib, write_op_operate, "rados_write_op_operate");
+			SYM(rlib.lib, create, "rados_create");
+			SYM(rlib.lib, conf_read_file, "rados_conf_read_file");
+			SYM(rlib.lib, conf_set, "rados_conf_set");
+			SYM(rlib.lib, conf_get, "rados_conf_get");
+			SYM(rlib.lib, connect, "rados_connect");
+			SYM(rlib.lib, shutdown, "rados_shutdown");
+			SYM(rlib.lib, ioctx_create, "rados_ioctx_create");
+			SYM(rlib.lib, ioctx_destroy, "rados_ioctx_destroy");
+			SYM(rlib.lib, ioctx_get_cluster, "rados_ioctx_get_cluster");
+			SYM(rlib.lib, ioctx_set_namespace, "rados_ioctx_set_namespace");
+			SYM(rlib.lib, ioctx_get_pool_name, "rados_ioctx_get_pool_name");
+			SYM(rlib.lib, aio_create_completion, "rados_aio_create_completion");
+			SYM(rlib.lib, aio_read, "rados_aio_read");
+			SYM(rlib.lib, aio_write, "rados_aio_write");
+			SYM(rlib.lib, aio_get_return_value, "rados_aio_get_return_value");
+			SYM(rlib.lib, aio_release, "rados_aio_release");
+			SYM(rlib.lib, stat, "rados_stat");
+			SYM(rlib.lib, create_write_op, "rados_create_write_op");
+			SYM(rlib.lib, release_write_op, "rados_release_write_op");
+			SYM(rlib.lib, write_op_create, "rados_write_op_create");
+			SYM(rlib.lib, write_op_operate, "rados_write_op_operate");
 			if (missing) {
-				snprintf(L.why, sizeof(L.why), "%s lacks %s (librados too old?)", name, missing);
-				L.rc = OPENDS_PLATFORM_NOT_SUPPORTED;
+				snprintf(rlib.why, sizeof(rlib.why), "%s lacks %s (librados too old?)", name, missing);
+				rlib.rc = OPENDS_PLATFORM_NOT_SUPPORTED;
 			}
 		}
 		/* the striper is optional: only striped objects need it */
-		if (!L.rc && (L.slib = dlopen("libradosstriper.so.1", RTLD_NOW))) {
+		if (!rlib.rc && (rlib.slib = dlopen("libradosstriper.so.1", RTLD_NOW))) {
 			missing = NULL;
-			SYM(L.slib, striper_create, "rados_striper_create");
-			SYM(L.slib, striper_destroy, "rados_striper_destroy");
-			SYM(L.slib, striper_aio_read, "rados_striper_aio_read");
-			SYM(L.slib, striper_aio_write, "rados_striper_aio_write");
-			SYM(L.slib, striper_stat, "rados_striper_stat");
+			SYM(rlib.slib, striper_create, "rados_striper_create");
+			SYM(rlib.slib, striper_destroy, "rados_striper_destroy");
+			SYM(rlib.slib, striper_aio_read, "rados_striper_aio_read");
+			SYM(rlib.slib, striper_aio_write, "rados_striper_aio_write");
+			SYM(rlib.slib, striper_stat, "rados_striper_stat");
 			if (missing)
-				L.striper_create = NULL;
+				rlib.striper_create = NULL;
 		}
 	}
-	int rc = L.rc;
+	int rc = rlib.rc;
 	if (rc)
-		ods_fail(rc, "rados: %s", L.why);
-	pthread_mutex_unlock(&L.lock);
+		ods_fail(rc, "rados: %s", rlib.why);
+	pthread_mutex_unlock(&rlib.lock);
 	return rc;
+}
+
+/* ---- what opends-info reports ------------------------------------------- */
+
+/* Where the loader found lib: its path, or "?" */
+static const char *lib_path(void *lib)
+{
+	struct link_map *lm = NULL;
+	return lib && !dlinfo(lib, RTLD_DI_LINKMAP, &lm) && lm && lm->l_name && *lm->l_name ? lm->l_name : "?";
+}
+
+/* One line per client library of the built-in sources: librados and
+ * libradosstriper as the rados source loads them, and libcephfs (loaded
+ * here only to ask its version: no source uses it yet). Loading librados
+ * here is what the first rados:// handle would do anyway. */
+OPENDS_API opends_error_t opends_source_libraries(char *buf, size_t len)
+{
+	if (!buf || !len)
+		return ods_err(ods_fail(OPENDS_INVALID_VALUE, "opends_source_libraries: %s",
+					buf ? "len is 0" : "buf is NULL"), 0);
+	size_t at = 0;
+	buf[0] = '\0';
+#define ADD(...)                                                                 \
+	do {                                                                     \
+		if (at < len) {                                                  \
+			int k_ = snprintf(buf + at, len - at, __VA_ARGS__);      \
+			at += k_ > 0 ? (size_t)k_ : 0;                           \
+		}                                                                \
+	} while (0)
+	int rc = load();
+	if (rc) {
+		ADD("librados: not found: %s\n", rlib.why);
+	} else {
+		void (*ver)(int *, int *, int *);
+		*(void **)&ver = dlsym(rlib.lib, "rados_version");
+		int a = 0, b = 0, c = 0;
+		if (ver)
+			ver(&a, &b, &c);
+		ADD("librados: API %d.%d.%d, %s (rados:// objects, opends_handle_register_rados)\n", a, b, c,
+		    lib_path(rlib.lib));
+		if (rlib.striper_create)
+			ADD("libradosstriper: found, %s (striped objects: striper=1, OPENDS_SOURCE_RADOS_STRIPED)\n",
+			    lib_path(rlib.slib));
+		else
+			ADD("libradosstriper: not found (libradosstriper1): striped objects are refused\n");
+	}
+	void *fs = dlopen("libcephfs.so.2", RTLD_NOW | RTLD_NOLOAD);
+	if (!fs)
+		fs = dlopen("libcephfs.so.2", RTLD_NOW);
+	const char *(*cver)(int *, int *, int *) = NULL;
+	if (fs)
+		*(void **)&cver = dlsym(fs, "ceph_version");
+	if (cver) {
+		int a = 0, b = 0, c = 0;
+		const char *v = cver(&a, &b, &c);
+		ADD("libcephfs: Ceph %s, %s (not used: CephFS files are not a source yet)\n", v ? v : "?",
+		    lib_path(fs));
+	} else {
+		ADD("libcephfs: not found (libcephfs2; not used: CephFS files are not a source yet)\n");
+	}
+#undef ADD
+	if (at && at < len && buf[at - 1] == '\n')
+		buf[at - 1] = '\0'; /* no trailing newline */
+	return ods_ok();
 }
 
 /* ---- cluster connections of open_url, shared by conf + id + timeout ---- */
@@ -173,7 +238,7 @@ static void conn_put(struct conn *c)
 	}
 	pthread_mutex_unlock(&conns_lock);
 	if (c) {
-		L.shutdown(c->cluster);
+		rlib.shutdown(c->cluster);
 		free(c->conf);
 		free(c->id);
 		free(c);
@@ -199,12 +264,12 @@ static int conn_get(const char *conf, const char *id, unsigned timeout, struct c
 		goto fail;
 	}
 	c->timeout = timeout;
-	if ((r = L.create(&c->cluster, id)) < 0) {
+	if ((r = rlib.create(&c->cluster, id)) < 0) {
 		rc = ods_fail(OPENDS_FS_SETUP_ERROR, "rados: rados_create(id %s) failed: %s", id ? id : "admin",
 			      strerror(-r));
 		goto fail;
 	}
-	if ((r = L.conf_read_file(c->cluster, conf)) < 0) {
+	if ((r = rlib.conf_read_file(c->cluster, conf)) < 0) {
 		rc = ods_fail(OPENDS_FS_SETUP_ERROR, "rados: cannot read the configuration %s: %s",
 			      conf ? conf : "(librados' default search, CEPH_CONF)", strerror(-r));
 		goto fail_shutdown;
@@ -212,11 +277,11 @@ static int conn_get(const char *conf, const char *id, unsigned timeout, struct c
 	/* a dead OSD or monitor: fail after the op timeout instead of hanging */
 	char t[16];
 	snprintf(t, sizeof(t), "%u", timeout);
-	L.conf_set(c->cluster, "rados_osd_op_timeout", t);
-	L.conf_set(c->cluster, "rados_mon_op_timeout", t);
+	rlib.conf_set(c->cluster, "rados_osd_op_timeout", t);
+	rlib.conf_set(c->cluster, "rados_mon_op_timeout", t);
 	if (timeout)
-		L.conf_set(c->cluster, "client_mount_timeout", t);
-	if ((r = L.connect(c->cluster)) < 0) {
+		rlib.conf_set(c->cluster, "client_mount_timeout", t);
+	if ((r = rlib.connect(c->cluster)) < 0) {
 		rc = ods_fail(OPENDS_FS_SETUP_ERROR, "rados: cannot connect to the cluster of %s: %s",
 			      conf ? conf : "the default configuration", strerror(-r));
 		goto fail_shutdown;
@@ -228,7 +293,7 @@ static int conn_get(const char *conf, const char *id, unsigned timeout, struct c
 	*out = c;
 	return 0;
 fail_shutdown:
-	L.shutdown(c->cluster);
+	rlib.shutdown(c->cluster);
 fail:
 	*berr = r < 0 ? -r : *berr;
 	pthread_mutex_unlock(&conns_lock);
@@ -244,7 +309,7 @@ void ods_rados_forget(void)
 {
 	conns_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
 	conns = NULL; /* the parent's connections: their threads are not here */
-	L.lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+	rlib.lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
 }
 
 /* ---- the source ------------------------------------------------------------ */
@@ -268,8 +333,8 @@ struct rop {
 static void rop_done(void *comp, void *arg)
 {
 	struct rop *op = arg;
-	int r = L.aio_get_return_value(comp);
-	L.aio_release(comp);
+	int r = rlib.aio_get_return_value(comp);
+	rlib.aio_release(comp);
 	ssize_t res = r < 0 ? r : op->rd ? r : (ssize_t)op->len; /* writes: 0 on success */
 	opends_source_done_t done = op->done;
 	void *token = op->token;
@@ -285,18 +350,18 @@ static int r_start(struct rsrc *s, bool rd, void *buf, size_t len, uint64_t off,
 		return -ENOMEM;
 	*op = (struct rop){ done, token, len, rd };
 	void *comp;
-	int r = L.aio_create_completion(op, rop_done, NULL, &comp);
+	int r = rlib.aio_create_completion(op, rop_done, NULL, &comp);
 	if (r < 0) {
 		free(op);
 		return r;
 	}
 	if (s->striper)
-		r = rd ? L.striper_aio_read(s->striper, s->oid, comp, buf, len, off)
-		       : L.striper_aio_write(s->striper, s->oid, comp, buf, len, off);
+		r = rd ? rlib.striper_aio_read(s->striper, s->oid, comp, buf, len, off)
+		       : rlib.striper_aio_write(s->striper, s->oid, comp, buf, len, off);
 	else
-		r = rd ? L.aio_read(s->io, s->oid, comp, buf, len, off) : L.aio_write(s->io, s->oid, comp, buf, len, off);
+		r = rd ? rlib.aio_read(s->io, s->oid, comp, buf, len, off) : rlib.aio_write(s->io, s->oid, comp, buf, len, off);
 	if (r < 0) {
-		L.aio_release(comp);
+		rlib.aio_release(comp);
 		free(op);
 	}
 	return r < 0 ? r : 0;
@@ -316,7 +381,7 @@ static int64_t r_size(void *src)
 {
 	struct rsrc *s = src;
 	uint64_t sz = 0;
-	int r = s->striper ? L.striper_stat(s->striper, s->oid, &sz, NULL) : L.stat(s->io, s->oid, &sz, NULL);
+	int r = s->striper ? rlib.striper_stat(s->striper, s->oid, &sz, NULL) : rlib.stat(s->io, s->oid, &sz, NULL);
 	return r < 0 ? r : (int64_t)sz;
 }
 
@@ -324,12 +389,12 @@ static void r_release(void *src)
 {
 	struct rsrc *s = src;
 	if (s->striper && s->conn)
-		L.striper_destroy(s->striper);
+		rlib.striper_destroy(s->striper);
 	if (s->conn) {
-		L.ioctx_destroy(s->io);
+		rlib.ioctx_destroy(s->io);
 		conn_put(s->conn);
 	} else if (s->striper) {
-		L.striper_destroy(s->striper);
+		rlib.striper_destroy(s->striper);
 	}
 	free(s->oid);
 	free(s);
@@ -357,7 +422,7 @@ static const opends_source_ops_t rados_ops = {
 static size_t conf_num(void *cluster, const char *name, size_t dflt)
 {
 	char v[64] = "";
-	if (L.conf_get(cluster, name, v, sizeof(v)) < 0)
+	if (rlib.conf_get(cluster, name, v, sizeof(v)) < 0)
 		return dflt;
 	char *end;
 	double d = strtod(v, &end);
@@ -367,7 +432,7 @@ static size_t conf_num(void *cluster, const char *name, size_t dflt)
 /* Register s (on success it belongs to the handle). */
 static int r_register(opends_handle_t *fh, struct rsrc *s, const char *pool, bool rdonly)
 {
-	void *cluster = L.ioctx_get_cluster(s->io);
+	void *cluster = rlib.ioctx_get_cluster(s->io);
 	s->timeout = (unsigned)conf_num(cluster, "rados_osd_op_timeout", 0);
 	/* 3/4 of the client's budget: past it rados_aio_read blocks its caller */
 	size_t budget = conf_num(cluster, "objecter_inflight_op_bytes", (size_t)100 << 20);
@@ -412,7 +477,7 @@ OPENDS_API opends_error_t opends_handle_register_rados(opends_handle_t *fh, void
 	int rc = load();
 	if (rc)
 		return ods_err(rc, 0);
-	if ((flags & OPENDS_SOURCE_RADOS_STRIPED) && !L.striper_create)
+	if ((flags & OPENDS_SOURCE_RADOS_STRIPED) && !rlib.striper_create)
 		return ods_err(ods_fail(OPENDS_PLATFORM_NOT_SUPPORTED, "%s: libradosstriper.so.1 cannot be loaded "
 								       "(Debian: libradosstriper1)", fn), 0);
 	struct rsrc *s = calloc(1, sizeof(*s));
@@ -422,18 +487,18 @@ OPENDS_API opends_error_t opends_handle_register_rados(opends_handle_t *fh, void
 	}
 	s->io = rados_ioctx;
 	int r;
-	if ((flags & OPENDS_SOURCE_RADOS_STRIPED) && (r = L.striper_create(s->io, &s->striper)) < 0) {
+	if ((flags & OPENDS_SOURCE_RADOS_STRIPED) && (r = rlib.striper_create(s->io, &s->striper)) < 0) {
 		free(s->oid);
 		free(s);
 		return ods_err(ods_fail(OPENDS_FS_SETUP_ERROR, "%s: rados_striper_create: %s", fn, strerror(-r)), -r);
 	}
 	char pool[128] = "?";
-	if (L.ioctx_get_pool_name(s->io, pool, sizeof(pool)) < 0)
+	if (rlib.ioctx_get_pool_name(s->io, pool, sizeof(pool)) < 0)
 		strcpy(pool, "?");
 	rc = r_register(fh, s, pool, flags & OPENDS_SOURCE_RDONLY);
 	if (rc) {
 		if (s->striper)
-			L.striper_destroy(s->striper);
+			rlib.striper_destroy(s->striper);
 		free(s->oid);
 		free(s);
 	}
@@ -493,7 +558,7 @@ int ods_url_rados(opends_handle_t *fh, const char *rest, int flags, int *berr)
 	}
 	if (rc || (rc = load()))
 		goto out;
-	if (striped && !L.striper_create) {
+	if (striped && !rlib.striper_create) {
 		rc = ods_fail(OPENDS_PLATFORM_NOT_SUPPORTED, "rados: striper=1 needs libradosstriper.so.1, which "
 							     "cannot be loaded (Debian: libradosstriper1)");
 		goto out;
@@ -511,14 +576,14 @@ int ods_url_rados(opends_handle_t *fh, const char *rest, int flags, int *berr)
 	s->conn = c;
 	s->oid = oid;
 	oid = NULL;
-	if ((r = L.ioctx_create(c->cluster, pool, &s->io)) < 0) {
+	if ((r = rlib.ioctx_create(c->cluster, pool, &s->io)) < 0) {
 		*berr = -r;
 		rc = ods_fail(OPENDS_FS_SETUP_ERROR, "rados: pool %s: %s", pool, strerror(-r));
 		s->io = NULL;
 	} else {
 		if (ns)
-			L.ioctx_set_namespace(s->io, ns);
-		if (striped && (r = L.striper_create(s->io, &s->striper)) < 0) {
+			rlib.ioctx_set_namespace(s->io, ns);
+		if (striped && (r = rlib.striper_create(s->io, &s->striper)) < 0) {
 			*berr = -r;
 			rc = ods_fail(OPENDS_FS_SETUP_ERROR, "rados: rados_striper_create: %s", strerror(-r));
 			s->striper = NULL;
@@ -526,10 +591,10 @@ int ods_url_rados(opends_handle_t *fh, const char *rest, int flags, int *berr)
 	}
 	if (!rc && (flags & O_CREAT) && !striped) {
 		/* create the object if it does not exist (idempotent) */
-		void *op = L.create_write_op();
-		r = op ? L.write_op_operate((L.write_op_create(op, 0, NULL), op), s->io, s->oid, NULL, 0) : -ENOMEM;
+		void *op = rlib.create_write_op();
+		r = op ? rlib.write_op_operate((rlib.write_op_create(op, 0, NULL), op), s->io, s->oid, NULL, 0) : -ENOMEM;
 		if (op)
-			L.release_write_op(op);
+			rlib.release_write_op(op);
 		if (r < 0) {
 			*berr = -r;
 			rc = ods_fail(OPENDS_IO_ERROR, "rados: creating rados://%s/%s failed: %s", pool, s->oid,
@@ -547,9 +612,9 @@ int ods_url_rados(opends_handle_t *fh, const char *rest, int flags, int *berr)
 	}
 	if (rc) {
 		if (s->striper)
-			L.striper_destroy(s->striper);
+			rlib.striper_destroy(s->striper);
 		if (s->io)
-			L.ioctx_destroy(s->io);
+			rlib.ioctx_destroy(s->io);
 		conn_put(c);
 		free(s->oid);
 		free(s);

@@ -8,7 +8,8 @@
  *  - a write past osd_max_object_size is -EFBIG; one write larger than
  *    osd_max_write_size (90 MiB) is split and lands whole;
  *  - O_WRONLY handles refuse reads (-EBADF); op_timeout=0 makes describe
- *    warn; a missing pool fails the open with OPENDS_FS_SETUP_ERROR.
+ *    warn; a missing pool fails the open with OPENDS_FS_SETUP_ERROR;
+ *  - opends_source_libraries lists librados and the striper.
  */
 #include <dlfcn.h>
 
@@ -154,6 +155,13 @@ int main(void)
 	own_ioctx();
 	limits();
 	OK(opends_driver_close());
+	/* opends-info's list where Ceph is installed: librados with its API
+	 * version and path, the striper found */
+	char libs[1024];
+	OK(opends_source_libraries(libs, sizeof(libs)));
+	CHECKF(strstr(libs, "librados: API ") && strstr(libs, "librados.so.2") &&
+	       strstr(libs, "libradosstriper: found, ") && strstr(libs, "\nlibcephfs: "),
+	       "source libraries: %s", libs);
 	printf("rados misc: register_rados, namespaces, names, EFBIG, a 96 MiB write, access modes\n");
 	return 0;
 }

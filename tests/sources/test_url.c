@@ -5,7 +5,8 @@
  *    OPENDS_INVALID_VALUE with a detail, before any library is needed;
  *  - flags other than open(2)'s access modes and O_CREAT are refused;
  *  - a well-formed rados URL is OPENDS_PLATFORM_NOT_SUPPORTED, and the
- *    detail names the library; so is register_rados.
+ *    detail names the library; so is register_rados;
+ *  - opends_source_libraries names the missing librados.
  * Needs no Ceph: runs everywhere.
  */
 #include "../common.h"
@@ -80,6 +81,19 @@ int main(void)
 	EXPECT_ERR(opends_handle_register_rados(&fh, &dummy, "", 0), OPENDS_INVALID_VALUE);
 	EXPECT_ERR(opends_handle_register_rados(&fh, &dummy, "obj", 0x8), OPENDS_INVALID_VALUE);
 	OK(opends_driver_close());
+
+	/* opends-info's list: a missing librados is named, with the path it was looked for at */
+	char libs[1024];
+	OK(opends_source_libraries(libs, sizeof(libs)));
+	CHECKF(strstr(libs, "librados: not found: ") && strstr(libs, "/nonexistent/opends-test/librados.so.2"),
+	       "source libraries: %s", libs);
+	CHECKF(strstr(libs, "\nlibcephfs: "), "source libraries lack libcephfs: %s", libs);
+	CHECKF(libs[strlen(libs) - 1] != '\n', "source libraries end with a newline");
+	char tiny[8];
+	OK(opends_source_libraries(tiny, sizeof(tiny)));
+	CHECKF(strlen(tiny) == 7 && !strncmp(tiny, "librado", 7), "a short buffer: \"%s\"", tiny);
+	EXPECT_ERR(opends_source_libraries(NULL, 10), OPENDS_INVALID_VALUE);
+	EXPECT_ERR(opends_source_libraries(libs, 0), OPENDS_INVALID_VALUE);
 	printf("url: malformed URLs refused with details; a missing librados is named\n");
 	return 0;
 }
