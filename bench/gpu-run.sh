@@ -51,7 +51,7 @@
 # Environment: COMMIT (the short hash measured: the device's copy has no
 # usable .git, so pass it; "unknown" otherwise), PART (1, 2, or unset for
 # all), SWEEP=0 (build and GPU suite only), SUITE=0 (no GPU suite),
-# SUITE_TIMEOUT (seconds for the GPU suite, default 150),
+# SUITE_TIMEOUT (seconds for the GPU suite, default 150; 300 with SWEEP=0),
 # CPU_SUITE=1 (the CPU suite too), GPUBENCH=1 (bench/gpubench.c too),
 # KVIKIO=0, DROPIN=0, SAFETENSORS=0, MANY=0 (skip those steps), DROPIN_MIB
 # (default 8192, as run d), WRITE_SIZE (default 4G), BIG_SIZE (the caller
@@ -94,7 +94,7 @@ skipped() { timings+=("$(printf '%7s  %s' skipped "$1")"); echo "=== skipped: $1
 if [ "${SUITE:-1}" = 1 ] && [ "$part" != 2 ]; then
 	begin "gpu suite"
 	# bounded: a hung GPU test must not eat the sweep (SUITE_TIMEOUT)
-	TMPDIR=/var/tmp timeout "${SUITE_TIMEOUT:-150}" meson test -C build-gpu --no-rebuild --suite gpu --print-errorlogs -v \
+	TMPDIR=/var/tmp timeout "${SUITE_TIMEOUT:-$([ "${SWEEP:-1}" = 0 ] && echo 300 || echo 150)}" meson test -C build-gpu --no-rebuild --suite gpu --print-errorlogs -v \
 		>"$LOGS/test-gpu.log" 2>&1
 	echo "gpu suite rc $?"
 	grep -E "^ *[0-9]+/[0-9]+ .*(OK|FAIL|SKIP|TIMEOUT)|^Ok:|^Fail:|^Skipped:" "$LOGS/test-gpu.log" | head -40
