@@ -5,11 +5,18 @@ the page cache). Prints GB/s of each and the ratio many/one (the goal is
 >= 0.5), and, where importable, the same for safetensors and fastsafetensors.
 
     python3 python/bench_many_tensors.py                          # CPU, NumPy or torch
-    python3 python/bench_many_tensors.py --device cuda:0 --loaders opends,safetensors,fastsafetensors
+    python3 python/bench_many_tensors.py --device cuda:0 --loaders opends,safetensors,fastsafetensors \
+        --out many.csv && bench/report --add-safetensors many.csv RESULTS_DIR
 
 Files are written once into --dir (default $TMPDIR or /tmp) and kept.
+--out writes one CSV row per loader and file (the columns of
+python/bench_safetensors.py's CSV, which bench/report --add-safetensors
+ingests, with cache "hot-one" / "hot-many" so they stay apart from P7's
+rows, plus tensors and ratio = many/one by medians). equal says whether
+the loader's tensors equal the first loader's, byte for byte.
 """
 import argparse
+import csv
 import gc
 import json
 import os
@@ -113,6 +120,7 @@ def main():
     ap.add_argument("--framework", default=None, help="torch or numpy (default torch when importable)")
     ap.add_argument("--loaders", default="opends,safetensors")
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--out", default=None, help="CSV of the rows (see above)")
     args = ap.parse_args()
     fw = args.framework
     if fw is None:
@@ -130,8 +138,9 @@ def main():
     many, one = make(args.dir, args.count, args.size)
     total = args.count * args.size
     print("%d tensors x %d bytes = %.1f MB; framework %s, device %s" % (args.count, args.size, total / 1e6, fw, args.device))
+    rows, ref = [], {}
     for name, load in loaders(args.loaders.split(","), args.device, fw).items():
-        rates = {}
+        rates, equal = {}, {}
         for label, path in (("one", one), ("many", many)):
             warm(path)
             times = []
@@ -142,17 +151,63 @@ def main():
                 out = load(path)
                 sync()
                 times.append(time.perf_counter() - t0)
-                del out
+                if _ < args.runs - 1:
+                    del out
+            if label not in ref:
+                ref[label] = out
+                equal[label] = True
+            else:
+                equal[label] = same(ref[label], out)
+            del out
             med = statistics.median(times)
-            rates[label] = (total / med / 1e9, total / min(times) / 1e9)
+            rates[label] = (total / med / 1e9, total / min(times) / 1e9, med, min(times))
             print(
-                "  %-16s %-4s median %.4f s  %.2f GB/s  (best %.4f s, %.2f GB/s)"
-                % (name, label, med, rates[label][0], min(times), rates[label][1])
+                "  %-16s %-4s median %.4f s  %.2f GB/s  (best %.4f s, %.2f GB/s)%s"
+                % (name, label, med, rates[label][0], min(times), rates[label][1],
+                   "" if equal[label] else "  NOT EQUAL to the first loader's")
             )
-        print(
-            "  %-16s many/one = %.2f by medians, %.2f by best runs"
-            % (name, rates["many"][0] / rates["one"][0], rates["many"][1] / rates["one"][1])
-        )
+        ratio = rates["many"][0] / rates["one"][0]
+        print("  %-16s many/one = %.2f by medians, %.2f by best runs" % (name, ratio, rates["many"][1] / rates["one"][1]))
+        for label in ("one", "many"):
+            rows.append(dict(loader=name, cache="hot-" + label, bytes=total, runs=args.runs,
+                             best_s="%.6f" % rates[label][3], median_s="%.6f" % rates[label][2],
+                             best_GBps="%.3f" % rates[label][1], equal=equal[label], backend=backend(name),
+                             tensors=args.count if label == "many" else 1, ratio="%.3f" % ratio))
+    if args.out and rows:
+        with open(args.out, "w", newline="") as fp:
+            w = csv.DictWriter(fp, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+        print("wrote %s" % args.out)
+
+
+def backend(name):
+    if name != "opends":
+        return ""
+    import opends
+
+    return opends.backend()
+
+
+def same(a, b):
+    """The same names, and each tensor's bytes equal (on its device)."""
+    if set(a) != set(b):
+        return False
+    for k in a:
+        x, y = a[k], b[k]
+        if hasattr(x, "numpy") and hasattr(y, "numpy"):  # torch
+            import torch
+
+            if x.dtype != y.dtype or x.shape != y.shape:
+                return False
+            if x.device != y.device:
+                y = y.to(x.device)
+            if not torch.equal(x.contiguous().view(-1).view(torch.uint8), y.contiguous().view(-1).view(torch.uint8)):
+                return False
+        else:
+            if x.dtype != y.dtype or x.shape != y.shape or x.tobytes() != y.tobytes():
+                return False
+    return True
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 import concurrent.futures as _cf
 import ctypes
+import io
 import os
 import queue
 import threading
@@ -34,6 +35,18 @@ _MODES = {
     "x": os.O_WRONLY | os.O_CREAT | os.O_EXCL,
     "x+": os.O_RDWR | os.O_CREAT | os.O_EXCL,
 }
+
+
+# URL sources (opends_handle_open_url): open(2) access modes only
+_URL_MODES = {"r": os.O_RDONLY, "r+": os.O_RDWR}
+
+
+def is_url(path) -> bool:
+    """True for "scheme://..." (a source the library opens by URL, such as
+    rados://POOL/OID); a local path never has "://" before its first "/"."""
+    p = os.fsdecode(path) if isinstance(path, bytes) else path
+    i = p.find("://")
+    return i > 0 and "/" not in p[:i]
 
 
 def _mode_flags(mode: str) -> int:
@@ -268,6 +281,8 @@ class File(Closing):
         self._futures: "weakref.WeakSet[Future]" = weakref.WeakSet()
         self._append = False
         self._end = 0
+        self._url: Optional[str] = None
+        self._url_flags = 0
         self.mode = mode
         self.direct = bool(direct)
         if isinstance(path_or_fd, bool):
@@ -285,6 +300,17 @@ class File(Closing):
                 raise TypeError(
                     "File: path_or_fd must be a path, an fd or a file object, not %s" % type(path_or_fd).__name__
                 ) from None
+        if self.path is not None and is_url(self.path):
+            _mode_flags(mode)  # a valid mode at all
+            m = mode.replace("b", "")
+            if m not in _URL_MODES or direct:
+                raise ValueError(
+                    "File: a URL opens in mode 'r' or 'r+' without direct (objects are not truncated, "
+                    "appended to or opened with O_DIRECT), not mode=%r direct=%r" % (mode, direct)
+                )
+            self._url = os.fsdecode(self.path)
+            self._url_flags = _URL_MODES[m]
+        elif self.path is not None:
             flags = _mode_flags(mode) | os.O_CLOEXEC
             if direct:
                 flags |= os.O_DIRECT
@@ -314,14 +340,20 @@ class File(Closing):
         with self._reg_lock:
             if self._gen != gen:
                 fh = ctypes.c_void_p()
-                check(lib.opends_handle_register(ctypes.byref(fh), self._fd))
+                if self._url is not None:
+                    check(lib.opends_handle_open_url(ctypes.byref(fh), self._url.encode(), self._url_flags))
+                else:
+                    check(lib.opends_handle_register(ctypes.byref(fh), self._fd))
                 self._fh, self._gen = fh.value, gen
         return self._fh  # type: ignore[return-value]
 
     def fileno(self) -> int:
-        """The file descriptor (ValueError once closed, like io's files)."""
+        """The file descriptor (ValueError once closed, like io's files;
+        io.UnsupportedOperation for a URL, which has none)."""
         if self._closed:
             raise ValueError("I/O operation on a closed opends.File")
+        if self._url is not None:
+            raise io.UnsupportedOperation("File(%r) is a URL source: it has no file descriptor" % self._url)
         return self._fd
 
     @property
@@ -356,7 +388,7 @@ class File(Closing):
                 check(lib.opends_handle_deregister(self._fh))
         finally:
             self._fh = None
-            if self._owns:
+            if self._owns and self._fd >= 0:
                 os.close(self._fd)
             self._fd = -1
 
@@ -412,6 +444,48 @@ class File(Closing):
         read (fewer at EOF, 0 past it). One library call, or task_size
         pieces in flight at once when task_size is given."""
         return self._sync("read", False, buf, size, file_offset, task_size, buf_offset)
+
+    def read_fanout(
+        self,
+        bufs: "list",
+        size: Optional[int] = None,
+        file_offset: Optional[int] = None,
+        *,
+        buf_offsets: "Optional[list]" = None,
+    ) -> int:
+        """Read once, place everywhere (opends_sync_read_fanout): read up to
+        size bytes at file_offset (default 0) once and place them in every
+        buffer of bufs (1 to 64; e.g. one tensor per GPU) at its
+        buf_offsets entry (default 0). size defaults to the smallest room
+        left in any of them. Returns the bytes read (fewer at EOF), which
+        every buffer then holds; GPU to GPU copies go over peer links where
+        the devices have them. Every buffer is checked before anything is
+        read; they must not overlap."""
+        op = "read_fanout"
+        if isinstance(bufs, (str, bytes)) or not hasattr(bufs, "__len__"):
+            raise TypeError("%s: bufs must be a list of buffers, not %s" % (op, type(bufs).__name__))
+        n = len(bufs)
+        if not 1 <= n <= 64:
+            raise ValueError("%s: bufs holds %d buffers; 1 to 64 are allowed" % (op, n))
+        if buf_offsets is None:
+            buf_offsets = [0] * n
+        elif len(buf_offsets) != n:
+            raise ValueError("%s: buf_offsets has %d entries for %d buffers" % (op, len(buf_offsets), n))
+        size = as_int(op, "size", size, allow_none=True)
+        offs = [as_int(op, "buf_offsets[%d]" % i, o) for i, o in enumerate(buf_offsets)]
+        refs = [get_buffer(b, True) for b in bufs]
+        if size is None:
+            size = min(resolve(r, None, o, op) for r, o in zip(refs, offs))
+        else:
+            for r, o in zip(refs, offs):
+                resolve(r, size, o, op)
+        file_offset = 0 if file_offset is None else as_int(op, "file_offset", file_offset)
+        fh = self._handle()
+        if size == 0:
+            return 0
+        ptrs = (ctypes.c_void_p * n)(*[r.ptr for r in refs])
+        coffs = (_lib.c_off_t * n)(*offs)
+        return _lib.check_ssize(lib.opends_sync_read_fanout(fh, ptrs, coffs, n, size, file_offset))
 
     def write(
         self,

@@ -46,8 +46,10 @@ import gc
 import json
 import os
 import struct
+import sys
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
+from . import _stfast
 from . import file as _file
 
 __all__ = ["load_file", "safe_open", "read_header", "HeaderError", "DTYPES", "DEFAULT_PIECE_SIZE"]
@@ -117,26 +119,31 @@ def _no_duplicates(pairs):
     return d
 
 
-def _loads(text: str):
+def _loads(raw: bytes):
     """json.loads that rejects duplicate keys, as safetensors does. The hook
     that sees duplicates costs ~60% more on a 20,000-tensor header, so it
     runs only when a cheap count says a name may repeat: every entry has
     one "data_offsets" key, so more of them than entries means a duplicate
-    (or a name or value spelt "data_offsets", which the exact parse settles)."""
-    hdr = json.loads(text)
+    (or a name or value spelt "data_offsets", which the exact parse settles).
+    orjson parses where it is installed (several times faster); where it
+    refuses, the standard parser decides."""
+    hdr = _stfast.fast_json(raw)
+    if hdr is None:
+        hdr = json.loads(raw.decode("utf-8"))
     if isinstance(hdr, dict):
-        n = text.count('"data_offsets"')
-        odd = sum(1 for k in hdr if k == "data_offsets")
+        n = raw.count(b'"data_offsets"')
+        odd = 1 if "data_offsets" in hdr else 0  # keys are unique
         meta = hdr.get("__metadata__")
         if isinstance(meta, dict):
             odd += sum(1 for k, v in meta.items() if k == "data_offsets" or v == "data_offsets")
         if n != len(hdr) - (meta is not None) + odd:
-            hdr = json.loads(text, object_pairs_hook=_no_duplicates)
+            hdr = json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicates)
     return hdr
 
 
-def _parse(path: str, head: bytes, file_size: int):
-    """Validate the header; return (data_start, {name: TensorInfo}, metadata)."""
+def _header(path: str, head: bytes, file_size: int):
+    """The header's length checks and JSON: (n, hdr without __metadata__,
+    metadata or {})."""
 
     def bad(msg):
         return HeaderError("%s: %s" % (path, msg))
@@ -149,17 +156,27 @@ def _parse(path: str, head: bytes, file_size: int):
     if 8 + n > file_size:
         raise bad("header length %d runs past the end of the %d-byte file" % (n, file_size))
     try:
-        hdr = _loads(head[8 : 8 + n].decode("utf-8"))
+        hdr = _loads(head[8 : 8 + n])
     except HeaderError as e:
         raise bad("header has a %s (safetensors rejects it)" % e) from None
     except (UnicodeDecodeError, ValueError) as e:
         raise bad("header is not valid UTF-8 JSON (%s)" % e) from None
     if not isinstance(hdr, dict):
         raise bad("header is a JSON %s, not an object" % type(hdr).__name__)
-    data_len = file_size - 8 - n
     meta = hdr.pop("__metadata__", None)
     if meta is not None and not isinstance(meta, dict):
         raise bad("__metadata__ is not an object")
+    return n, hdr, meta or {}
+
+
+def _parse(path: str, head: bytes, file_size: int):
+    """Validate the header; return (data_start, {name: TensorInfo}, metadata)."""
+
+    def bad(msg):
+        return HeaderError("%s: %s" % (path, msg))
+
+    n, hdr, meta = _header(path, head, file_size)
+    data_len = file_size - 8 - n
     infos = {}
     dtypes = DTYPES
     ordered = True  # tensors in file order need no sort for the overlap check
@@ -196,7 +213,7 @@ def _parse(path: str, head: bytes, file_size: int):
                         % (prev.name, prev.begin, prev.end, t.name, t.begin, t.end)
                     )
                 prev = t
-    return 8 + n, infos, meta or {}
+    return 8 + n, infos, meta
 
 
 def _range_problem(name, shape, dt, begin, end, data_len, bits) -> str:
@@ -238,6 +255,13 @@ def _entry_problem(name: str, e: Any) -> str:
 
 
 def _read_head(path: str) -> Tuple[bytes, int]:
+    """The header bytes and the file size; a URL source has no size known
+    up front (reads past the end come back short and are errors then)."""
+    if _file.is_url(path):
+        with _file.File(path) as uf:
+            head = _stfast.head_url(uf, MAX_HEADER_SIZE)
+        n = struct.unpack("<Q", head[:8])[0] if len(head) >= 8 else 0
+        return head, (8 + n + (1 << 62) if len(head) == 8 + n else len(head))
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
         head = f.read(8)
@@ -422,8 +446,17 @@ def _tensors_torch(torch, dev, buf, sel, offs, copy: bool) -> Dict[str, Any]:
             whole = typed[dt] = buf[: n - n % isz].view(dt)
         numel = (t.end - t.begin) // isz
         v = whole[off // isz : off // isz + numel].view(shape)
-        out[t.name] = v.clone() if copy else v
+        out[t.name] = _clone(torch, v) if copy else v
     return out
+
+
+def _clone(torch, v):
+    """v.clone(); torch has no copy kernel for some dtypes (float4): those
+    are cloned as bytes."""
+    try:
+        return v.clone()
+    except (NotImplementedError, RuntimeError):
+        return v.view(torch.uint8).clone().view(v.dtype)
 
 
 def _tensors_numpy(np, buf, sel, offs, copy: bool) -> Dict[str, Any]:
@@ -466,6 +499,8 @@ def _load_one(path: str, device, framework: str, piece_size: int, keys, copy: bo
 
 
 def _load_one_gc_off(path: str, device, framework: str, piece_size: int, keys, copy: bool) -> Dict[str, Any]:
+    if keys is None:
+        return _stfast.load_all(sys.modules[__name__], path, [device], framework, piece_size, copy)[0]
     infos, _meta, start = read_header(path)
     sel = _select(path, infos, keys)
     if keys is None:  # the whole data region up to the last tensor: one span
@@ -492,6 +527,27 @@ def _load_one_gc_off(path: str, device, framework: str, piece_size: int, keys, c
     buf = np.empty(total, dtype=np.uint8)
     _read_spans(path, buf, start, spans, piece_size)
     return _tensors_numpy(np, buf, sel, offs, copy)
+
+
+def _itemsize(name: str) -> int:
+    return DTYPES[name][0] // 8 or 1
+
+
+_BITS = {k: v[0] for k, v in DTYPES.items()}
+
+
+def _alloc(framework: str, device, n: int):
+    """A uint8 buffer of n bytes on device (tests replace it to place
+    buffers at simulated devices' addresses)."""
+    if framework == "torch":
+        import torch
+
+        return _torch_buffer(torch, _torch_device(torch, device), n)
+    if str(device) != "cpu":
+        raise ValueError("device %r needs torch (framework='numpy' loads to cpu only)" % (device,))
+    import numpy as np
+
+    return np.empty(n, dtype=np.uint8)
 
 
 def _shards(index_path: str, keys) -> Dict[str, List[str]]:
@@ -532,7 +588,12 @@ def load_file(
     Args:
         path: the file or the index.
         device: "cpu", "cuda", "cuda:N", a torch.device or a device index
-            (CUDA needs torch).
+            (CUDA needs torch). A list of devices (e.g. ["cuda:0",
+            "cuda:1"]) returns a list of dicts, one per device in that
+            order: each file's data is read from storage once and placed
+            on every device (File.read_fanout: GPU to GPU over NVLink or
+            PCIe peer links where there are some). With keys, the whole
+            file is read and the subset kept.
         framework: "torch"/"pt" or "numpy"/"np"; default torch when
             importable.
         piece_size: bytes per read operation (all go in flight at once).
@@ -542,7 +603,8 @@ def load_file(
             file's one buffer (see the module's notes).
 
     Returns:
-        dict name -> tensor (torch.Tensor or numpy.ndarray).
+        dict name -> tensor (torch.Tensor or numpy.ndarray); a list of
+        them for a list of devices.
 
     Raises:
         HeaderError (a ValueError) for a malformed file or index; KeyError
@@ -550,6 +612,8 @@ def load_file(
     """
     path = os.fspath(path)
     fw = _framework(framework)
+    if isinstance(device, (list, tuple)):
+        return _load_devices(path, list(device), fw, piece_size, keys, copy)
     if path.endswith(".index.json"):
         out: Dict[str, Any] = {}
         for shard, names in _shards(path, keys).items():
@@ -557,6 +621,29 @@ def load_file(
             out.update(got)
         return out
     return _load_one(path, device, fw, piece_size, keys, copy)
+
+
+def _load_devices(path: str, devices: list, fw: str, piece_size: int, keys, copy: bool) -> List[Dict[str, Any]]:
+    """load_file with a list of devices: one dict per device, each file's
+    data read once and placed on all of them (File.read_fanout)."""
+    if not 1 <= len(devices) <= 64:
+        raise ValueError("device: a list of 1 to 64 devices, not %d" % len(devices))
+    if keys is not None and isinstance(keys, str):
+        raise TypeError("keys must be a list of tensor names, not a str")
+    files = _shards(path, keys) if path.endswith(".index.json") else {path: None if keys is None else list(keys)}
+    outs: List[Dict[str, Any]] = [{} for _ in devices]
+    with _gc_paused():
+        for shard, names in files.items():
+            got = _stfast.load_all(sys.modules[__name__], shard, devices, fw, piece_size, copy)
+            for out, g in zip(outs, got):
+                if names is None:
+                    out.update(g)
+                    continue
+                for k in names:  # a subset: the whole file was read once
+                    if k not in g:
+                        raise KeyError("%s: no tensor %r" % (shard, k))
+                    out[k] = g[k]
+    return outs
 
 
 class safe_open:

@@ -238,3 +238,67 @@ def test_device_without_torch_rejected(allfile):
         ost.load_file(path, device="cuda", framework="numpy")
     with pytest.raises(ValueError):
         ost.load_file(path, framework="jax")
+
+
+def _layout_file(tmp_path):
+    """Interleaved dtypes with gaps, 2-D/0-d shapes, a misaligned tensor,
+    empty ones, and a header listing tensors out of file order: every case
+    the list-at-a-time route (opends._stfast) hands to the per-entry one."""
+    ts = {}
+    for i in range(60):
+        dt = ["F16", "F32", "U8", "I64", "BF16"][i % 5]
+        shape = [(5,), (2, 3), (), (0,), (3, 1, 2)][i % 5]
+        raw = sample(dt if dt != "BF16" else "U16", shape, i).tobytes()
+        ts["t%02d" % i] = (dt, shape, raw)
+    gaps = {"t07": 24, "t21": "odd", "t33": 3}
+    hdr = write_safetensors(tmp_path / "a.safetensors", ts, gap_before=gaps)
+    # the same data, header entries in reverse order
+    items = list(hdr.items())[::-1]
+    data = (tmp_path / "a.safetensors").read_bytes()
+    (n,) = struct.unpack("<Q", data[:8])
+    hb = json.dumps(dict(items)).encode()
+    hb += b" " * (-len(hb) % 8)
+    (tmp_path / "b.safetensors").write_bytes(struct.pack("<Q", len(hb)) + hb + data[8 + n :])
+    return ts, hdr
+
+
+def test_layouts_load_byte_exact(tmp_path):
+    ts, hdr = _layout_file(tmp_path)
+    for name in ("a", "b"):
+        for copy in (False, True):
+            got = ost.load_file(str(tmp_path / ("%s.safetensors" % name)), framework="numpy", copy=copy)
+            assert list(got) == (list(hdr) if name == "a" else list(hdr)[::-1])
+            for k, (dt, shape, raw) in ts.items():
+                assert got[k].shape == tuple(shape) and got[k].tobytes() == raw, (name, k)
+    torch = pytest.importorskip("torch")
+    for name in ("a", "b"):
+        got = ost.load_file(str(tmp_path / ("%s.safetensors" % name)), framework="torch")
+        for k, (dt, shape, raw) in ts.items():
+            t = got[k]
+            assert tuple(t.shape) == tuple(shape) and t.is_contiguous(), (name, k)
+            assert t.reshape(-1).view(torch.uint8).numpy().tobytes() == raw, (name, k)
+
+
+def test_list_route_refuses_what_the_entry_checks_refuse():
+    from opends import _stfast
+
+    ok = {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}
+    assert _stfast.table({"a": ok}, ost._BITS, 8) is not None
+    bad = [
+        {"a": dict(ok, dtype="Q8")},
+        {"a": dict(ok, shape=[3])},
+        {"a": dict(ok, shape=[True, 2])},
+        {"a": dict(ok, shape=[-2, -1])},
+        {"a": dict(ok, shape="2")},
+        {"a": dict(ok, data_offsets=[0, 8.0])},
+        {"a": dict(ok, data_offsets=[False, 8])},
+        {"a": dict(ok, data_offsets=[0, 8, 9])},
+        {"a": dict(ok, data_offsets=[8, 0])},
+        {"a": dict(ok, data_offsets=[0, 16], shape=[4])},  # past the 8-byte region
+        {"a": {"dtype": "F32", "shape": [2]}},
+        {"a": [1]},
+        {"a": ok, "b": dict(ok, data_offsets=[4, 12])},  # overlap
+        {"a": dict(ok, dtype=["F32"])},
+    ]
+    for h in bad:
+        assert _stfast.table(h, ost._BITS, 12 if "b" in h else 8) is None, h

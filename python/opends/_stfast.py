@@ -1,0 +1,291 @@
+"""The safetensors loader's per-tensor work done a list at a time.
+
+A file of 20,000 small tensors spent most of its load time in Python per
+tensor: a validation loop over the header's entries, an object per entry,
+two or three torch calls per view. Here every check is a whole-list
+operation that runs in C (map, set, min, zip over the header's lists), and
+the views of one dtype come from ONE ``split_with_sizes`` call on the file's
+buffer viewed as that dtype. Anything unusual (a check that fails, tensors
+out of file order, a misaligned offset) returns None or takes the per-tensor
+route, which gives the exact error message; the fast route never accepts what
+the per-entry checks would reject.
+"""
+
+import itertools
+import math
+import operator
+import struct
+import threading
+from typing import Any, Dict, List, Optional, Tuple
+
+from .file import File, is_url
+
+_sub, _mul, _ge, _get = operator.sub, operator.mul, operator.ge, operator.itemgetter
+_chain, _compress, _repeat = itertools.chain.from_iterable, itertools.compress, itertools.repeat
+
+try:  # a faster JSON parser where installed (pip install orjson)
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - depends on the environment
+    _orjson = None
+
+
+def fast_json(raw: bytes):
+    """orjson's parse of raw, or None (not installed, or it refused: the
+    standard parser then decides, with its own message)."""
+    if _orjson is None:
+        return None
+    try:
+        return _orjson.loads(raw)
+    except Exception:
+        return None
+
+
+class Table:
+    """The validated header as parallel lists, in header order."""
+
+    __slots__ = ("names", "dtypes", "shapes", "begins", "ends")
+
+    def __init__(self, names, dtypes, shapes, begins, ends):
+        self.names, self.dtypes, self.shapes = names, dtypes, shapes
+        self.begins, self.ends = begins, ends
+
+
+def table(hdr: Dict[str, Any], bits_of: Dict[str, int], data_len: int) -> Optional[Table]:
+    """hdr (without __metadata__) as a Table when every entry passes
+    safetensors' checks in file order; None otherwise (the caller runs the
+    per-entry checks for the message, or for the unordered case)."""
+    names = list(hdr)
+    ents = list(hdr.values())
+    if not ents:
+        return Table([], [], [], [], [])
+    try:
+        if set(map(type, ents)) != {dict}:
+            return None
+        dtypes = list(map(_get("dtype"), ents))
+        shapes = list(map(_get("shape"), ents))
+        offs = list(map(_get("data_offsets"), ents))
+        if set(map(type, shapes)) != {list} or set(map(type, offs)) != {list} or set(map(len, offs)) != {2}:
+            return None
+        begins = list(map(_get(0), offs))
+        ends = list(map(_get(1), offs))
+        # bool is not int here: type() is exact, as the per-entry checks
+        if set(map(type, begins)) != {int} or set(map(type, ends)) != {int}:
+            return None
+        dims = set(map(type, _chain(shapes)))
+        if dims - {int} or (dims and min(_chain(shapes)) < 0):
+            return None
+        bits = list(map(bits_of.get, dtypes))  # an unhashable dtype raises TypeError
+        if None in bits:
+            return None
+        sizes = list(map(_sub, ends, begins))
+        if min(begins) < 0 or min(sizes) < 0 or max(ends) > data_len:
+            return None
+        if list(map(_mul, map(math.prod, shapes), bits)) != list(map(_mul, sizes, _repeat(8))):
+            return None
+        # in file order and not overlapping; empty tensors anywhere else
+        # (and any other order) go to the per-entry check, which sorts
+        if not all(map(_ge, itertools.islice(begins, 1, None), ends)):
+            return None
+    except (KeyError, TypeError, IndexError):
+        return None
+    return Table(names, dtypes, shapes, begins, ends)
+
+
+def groups(tab: Table, itemsize_of) -> Tuple[Dict[str, List[int]], List[int]]:
+    """({dtype: [indices of its tensors that are non-empty and aligned, in
+    file order]}, [indices of the others: empty or misaligned])."""
+    dts, b, e = tab.dtypes, tab.begins, tab.ends
+    n = len(dts)
+    kinds = set(dts)
+    if len(kinds) == 1:
+        by = {dts[0]: list(range(n))} if n else {}
+    else:
+        by = {d: list(_compress(range(n), map(d.__eq__, dts))) for d in kinds}
+    odd: List[int] = []
+    empty = set(_compress(range(n), map(operator.eq, b, e))) if any(map(operator.eq, b, e)) else set()
+    for d, idx in by.items():
+        isz = itemsize_of(d)
+        bad = empty.intersection(idx) if empty else set()
+        if isz > 1 and any(map(isz.__rmod__, map(b.__getitem__, idx))):
+            bad |= {i for i in idx if b[i] % isz and i not in empty}
+        if bad:
+            by[d] = [i for i in idx if i not in bad]
+            odd += sorted(bad)
+    return {d: idx for d, idx in by.items() if idx}, odd
+
+
+def _strides(shape) -> Tuple[int, ...]:
+    out, acc = [], 1
+    for d in reversed(shape):
+        out.append(acc)
+        acc *= d
+    return tuple(reversed(out))
+
+
+def views_torch(torch, buf, tab: Table, idx: List[int], dt, isz: int, shape_of) -> List[Any]:
+    """Views of buf (uint8) for the tensors idx of one dtype. Tensors one
+    after another with few of them not 1-D: one split_with_sizes (its
+    pieces are made in C++); otherwise one as_strided each, shape and all."""
+    n = buf.numel() - buf.numel() % isz
+    typed = buf[:n].view(dt) if dt != torch.uint8 else buf[:n]
+    b = list(map(isz.__rfloordiv__, map(tab.begins.__getitem__, idx)))
+    e = list(map(isz.__rfloordiv__, map(tab.ends.__getitem__, idx)))
+    shapes = list(map(tab.shapes.__getitem__, idx))
+    if shape_of is not None:
+        shapes = list(map(shape_of, map(tab.names.__getitem__, idx), shapes))
+    numel = list(map(_sub, e, b))
+    not_1d = list(_compress(range(len(idx)), map((1).__ne__, map(len, shapes))))
+    if b[0] == 0 and b[1:] == e[:-1] and len(not_1d) * 4 <= len(idx):
+        tail = n // isz - e[-1]
+        vs = list(typed.split_with_sizes(numel + [tail] if tail else numel)[: len(idx)])
+        for k in not_1d:
+            vs[k] = vs[k].view(shapes[k])
+        return vs
+    shapes_t = list(map(tuple, shapes))
+    strides = {s: _strides(s) for s in set(shapes_t)}
+    return list(map(typed.as_strided, shapes_t, map(strides.__getitem__, shapes_t), b))
+
+
+def views_numpy(np, buf, tab: Table, idx: List[int], dt, shape_of) -> List[Any]:
+    """Views of buf (uint8 ndarray) for the tensors idx of one dtype."""
+    shapes = list(map(tab.shapes.__getitem__, idx))
+    if shape_of is not None:
+        shapes = list(map(shape_of, map(tab.names.__getitem__, idx), shapes))
+    return list(map(np.ndarray, shapes, _repeat(dt), _repeat(buf), map(tab.begins.__getitem__, idx)))
+
+
+def head_url(f, max_header: int) -> bytes:
+    """The 8-byte length and the header of a URL source (no size known)."""
+    first = bytearray(8)
+    got = f.read(first, 8, 0)
+    head = bytes(first[:got])
+    if got == 8:
+        (n,) = struct.unpack("<Q", head)
+        if n <= max_header:
+            rest = bytearray(n)
+            head += bytes(rest[: f.read(rest, n, 8)])
+    return head
+
+
+def load_all(st, path: str, devices: List[Any], framework: str, piece_size: int, copy: bool) -> List[Dict[str, Any]]:
+    """Every tensor of one file, one dict per device of devices (st: the
+    safetensors module, for its checks and dtypes).
+
+    A local file: the read of the whole data region starts as soon as the
+    header's length is known, and the header is parsed and the views made
+    while it runs. Several devices: the data region is read once and
+    placed on every device (File.read_fanout), in a thread while the header
+    is parsed. A URL source (rados://...) has no size to read against
+    before the header is parsed, so it reads after, up to the last tensor.
+    """
+    url = is_url(path)
+    head, size = st._read_head(path)
+    n = struct.unpack("<Q", head[:8])[0] if len(head) >= 8 else 0
+    data_len = size - 8 - n if len(head) == 8 + n and not url else 0
+    torch = np = None
+    if framework == "torch":
+        import torch
+    else:
+        import numpy as np
+    bufs = [st._alloc(framework, d, data_len) for d in devices]
+    waiter = _start_read(path, bufs, data_len, 8 + n, piece_size) if data_len else None
+    try:
+        _, hdr, _meta = st._header(path, head, size)
+        tab = table(hdr, st._BITS, size - 8 - n)
+        if tab is None:  # the per-entry checks: the exact error, or tensors out of file order
+            sel = list(st._parse(path, head, size)[1].values())
+            tab = Table([t.name for t in sel], [t.dtype for t in sel], [list(t.shape) for t in sel],
+                        [t.begin for t in sel], [t.end for t in sel])  # fmt: skip
+        if url:
+            data_len = max(tab.ends, default=0)
+            bufs = [st._alloc(framework, d, data_len) for d in devices]
+            waiter = _start_read(path, bufs, data_len, 8 + n, piece_size) if data_len else None
+        by, odd = groups(tab, st._itemsize)
+        if torch is not None:
+            for name in set(tab.dtypes):  # a dtype this torch lacks fails here
+                st._torch_dtype(torch, name)
+        outs = []
+        for buf in bufs:
+            out: Dict[str, Any] = dict.fromkeys(tab.names)
+            for name, idx in by.items():
+                shape_of = _f4_shape(st) if name == "F4" else None
+                if torch is not None:
+                    dt = st._torch_dtype(torch, name)
+                    vs = views_torch(torch, buf, tab, idx, dt, st._itemsize(name), shape_of)
+                else:
+                    vs = views_numpy(np, buf, tab, idx, st._numpy_dtype(np, name), shape_of)
+                out.update(zip(map(tab.names.__getitem__, idx), vs))
+            outs.append(out)
+    except BaseException:
+        if waiter is not None:
+            waiter(False)  # the buffers stay alive until the read is done
+        raise
+    if waiter is not None:
+        got = waiter(True)
+        if got != data_len:
+            raise st.HeaderError("%s: expected %d bytes of tensor data, read %d (file truncated?)" % (path, data_len, got))
+    if odd:  # empty or misaligned: their own allocations, after the read
+        sel = [st.TensorInfo(tab.names[i], tab.dtypes[i], tuple(tab.shapes[i]), tab.begins[i], tab.ends[i],
+                             st._itemsize(tab.dtypes[i])) for i in odd]  # fmt: skip
+        offs = [t.begin for t in sel]
+        for buf, out in zip(bufs, outs):
+            if torch is not None:
+                out.update(st._tensors_torch(torch, buf.device, buf, sel, offs, copy))
+            else:
+                out.update(st._tensors_numpy(np, buf, sel, offs, copy))
+    if copy:
+        odd_names = {tab.names[i] for i in odd}
+        for out in outs:
+            for k, v in out.items():
+                if k not in odd_names:
+                    out[k] = st._clone(torch, v) if torch is not None else v.copy()
+    return outs
+
+
+def _f4_shape(st):
+    return lambda name, s: st._storage_shape(st.TensorInfo(name, "F4", tuple(s), 0, 0, 1))
+
+
+def _start_read(path: str, bufs: List[Any], size: int, offset: int, piece_size: int):
+    """Start reading [offset, offset + size) of path into every buffer of
+    bufs; return wait(ok) -> bytes read (ok False: wait, never raise)."""
+    f = File(path, "r")
+    if len(bufs) == 1:
+        try:
+            fut = f.pread(bufs[0], size, offset, piece_size)
+        except BaseException:
+            f.close()
+            raise
+
+        def wait(ok: bool) -> int:
+            try:
+                if not ok:
+                    fut.exception()
+                    return 0
+                return fut.result()
+            finally:
+                f.close()
+
+        return wait
+    box: List[Any] = []
+
+    def run():
+        try:
+            box.append(f.read_fanout(bufs, size, offset))
+        except BaseException as e:  # handed to the waiting thread
+            box.append(e)
+
+    t = threading.Thread(target=run, name="opends-fanout", daemon=True)
+    t.start()
+
+    def wait_fanout(ok: bool) -> int:
+        t.join()
+        f.close()
+        r = box[0]
+        if isinstance(r, BaseException):
+            if ok:
+                raise r
+            return 0
+        return r
+
+    return wait_fanout
