@@ -128,3 +128,55 @@ def test_buffer_device_index():
         ref = opends.get_buffer(t, True)
         assert ref.device and ref.device_index == i and ref.ptr == t.data_ptr()
     assert opends.get_buffer(torch.empty(3), True).device_index is None
+
+
+def test_torch_every_device_roundtrip(tmp_path):
+    """Tensors on any cuda:N: the library finds the device from the pointer."""
+    n = (2 << 20) + 77
+    p = str(tmp_path / "d.bin")
+    for i in range(torch.cuda.device_count()):
+        src = torch.randint(0, 256, (n,), dtype=torch.uint8, device="cuda:%d" % i)
+        with opends.File(p, "w+") as f:
+            assert f.write(src) == n
+            dst = torch.zeros(n, dtype=torch.uint8, device="cuda:%d" % i)
+            assert f.pread(dst, n, 0, 1 << 20).result() == n
+        assert torch.equal(src, dst), i
+        assert open(p, "rb").read() == src.cpu().numpy().tobytes()
+
+
+def _two_gpus():
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs two GPUs")
+
+
+def test_read_fanout_two_gpus(tmp_path):
+    _two_gpus()
+    n = (64 << 20) + 4097
+    data = torch.randint(0, 256, (n,), dtype=torch.uint8)
+    p = tmp_path / "f.bin"
+    p.write_bytes(data.numpy().tobytes())
+    a = torch.zeros(n + 10, dtype=torch.uint8, device="cuda:0")
+    b = torch.zeros(n + 10, dtype=torch.uint8, device="cuda:1")
+    with opends.File(str(p)) as f:
+        assert f.read_fanout([a, b], n - 5, 5, buf_offsets=[3, 10]) == n - 5
+    assert torch.equal(a[3 : n - 2].cpu(), data[5:]) and torch.equal(b[10:].cpu(), data[5:])
+    assert not a[:3].any() and not a[n - 2 :].any() and not b[:10].any()
+
+
+def test_safetensors_two_gpus(tmp_path):
+    _two_gpus()
+    st = pytest.importorskip("safetensors.torch")
+    g = torch.Generator().manual_seed(1)
+    tensors = {"w%03d" % i: torch.randn((i % 50 + 1, 129), generator=g).to([torch.bfloat16, torch.float32][i % 2])
+               for i in range(500)}  # fmt: skip
+    p = str(tmp_path / "m.safetensors")
+    st.save_file(tensors, p)
+    outs = ost.load_file(p, device=["cuda:0", "cuda:1"])
+    torch.cuda.synchronize()
+    assert len(outs) == 2
+    for i, out in enumerate(outs):
+        ref = st.load_file(p, device="cuda:%d" % i)
+        assert set(out) == set(ref)
+        for k in ref:
+            assert out[k].device == ref[k].device and out[k].dtype == ref[k].dtype and out[k].shape == ref[k].shape
+            assert torch.equal(_bytes(out[k]), _bytes(ref[k])), (i, k)
