@@ -36,9 +36,10 @@ echo "ci-wheel: $(basename "$whl")"
 "${pip[@]}" install "$whl" || fail "pip install of the wheel failed"
 
 # the differential safetensors tests compare with files the safetensors
-# package writes (they skip without it)
-"${pip[@]}" install safetensors ml_dtypes >/dev/null 2>&1 ||
-	echo "WARNING: safetensors/ml_dtypes not installed: the differential safetensors tests skip" >&2
+# package writes (they skip without it); orjson: the loader's faster header
+# parse (tests/run.sh covers the standard json one)
+"${pip[@]}" install safetensors ml_dtypes orjson >/dev/null 2>&1 ||
+	echo "WARNING: safetensors/ml_dtypes/orjson not installed: the differential safetensors tests skip" >&2
 
 cd "$tmp" || fail "no temp dir"
 env -u OPENDS_LIBRARY -u PYTHONPATH OPENDS_EXPECT_PACKAGED=1 \

@@ -262,7 +262,14 @@ def _layout_file(tmp_path):
     return ts, hdr
 
 
-def test_layouts_load_byte_exact(tmp_path):
+@pytest.mark.parametrize("parser", ["json", "orjson"])
+def test_layouts_load_byte_exact(tmp_path, parser, monkeypatch):
+    from opends import _stfast
+
+    if parser == "json":
+        monkeypatch.setattr(_stfast, "_orjson", None)
+    elif _stfast._orjson is None:
+        pytest.skip("orjson is not installed")
     ts, hdr = _layout_file(tmp_path)
     for name in ("a", "b"):
         for copy in (False, True):
