@@ -276,6 +276,45 @@ static void describe_devices(void)
 		jclose(']');
 }
 
+/* The client libraries of the built-in sources (librados, ...): found or
+ * not, version and path; one line each from opends_source_libraries. */
+static void describe_sources(void)
+{
+	char text[2048];
+	if (opends_source_libraries(text, sizeof(text)).err)
+		text[0] = '\0';
+	if (json)
+		jopen("sources", '[');
+	else
+		printf("\nsource libraries (loaded at run time):\n");
+	for (char *line = text, *next; *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		else
+			next = line + strlen(line);
+		if (!json) {
+			printf("  %s\n", line);
+			continue;
+		}
+		char *colon = strchr(line, ':');
+		jopen(NULL, '{');
+		jkey("library");
+		if (colon)
+			*colon = '\0';
+		jstr(line);
+		if (colon)
+			*colon = ':';
+		jkey("found");
+		fputs(colon && !strncmp(colon, ": not ", 6) ? "false" : "true", stdout);
+		jkey("describe");
+		jstr(line);
+		jclose('}');
+	}
+	if (json)
+		jclose(']');
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: opends-info [--json] [PATH...]\n"
@@ -283,7 +322,8 @@ static void usage(FILE *f)
 		   "Reports what this machine offers OpenDS: the configuration read from the OPENDS_*\n"
 		   "environment variables, the backend and accelerator layer the driver opens with,\n"
 		   "every device of that layer (name, PCI address, PCIe link, NUMA node, peer access,\n"
-		   "NVLink-class peers), each backend and layer usable or not and why, and O_DIRECT support of each PATH\n"
+		   "NVLink-class peers), each backend and layer usable or not and why, the client libraries of\n"
+		   "the built-in sources (librados, libradosstriper, libcephfs), and O_DIRECT support of each PATH\n"
 		   "(default: . and /dev/shm); for a regular file also the path OpenDS takes for it.\n\n"
 		   "  --json      one JSON object on stdout instead of the text report\n"
 		   "  --help      this text\n"
@@ -401,6 +441,7 @@ int main(int argc, char **argv)
 		opends_driver_close();
 	}
 
+	describe_sources();
 	if (json)
 		jopen("accelerators", '[');
 	else

@@ -174,6 +174,7 @@ OPENDS_API opends_error_t opends_source_libraries(char *buf, size_t len)
 	int rc = load();
 	if (rc) {
 		ADD("librados: not found: %s\n", rlib.why);
+		ADD("libradosstriper: not tried (it needs librados)\n");
 	} else {
 		void (*ver)(int *, int *, int *);
 		*(void **)&ver = dlsym(rlib.lib, "rados_version");

@@ -73,6 +73,18 @@ expect = [dict(index=i, layer="hostdev", name="simulated device", pci_bus_id=Non
 got = [{k: v for k, v in x.items() if k != "describe"} for x in d["devices"]]
 assert got == expect, got
 assert d["devices"][1]["describe"] == "hostdev:1 simulated device, NUMA node unknown; peers hostdev:0, hostdev:2"' -- $devs
+
+# the source libraries: a librados that cannot be loaded is named, with the path it was looked for at
+check_json open '
+assert [s["library"] for s in d["sources"]] == ["librados", "libradosstriper", "libcephfs"], d["sources"]
+assert d["sources"][0]["found"] is False and "/nonexistent/opends-info/librados.so.2" in d["sources"][0]["describe"]
+assert d["sources"][1]["found"] is False' -- OPENDS_BACKEND=ref OPENDS_RADOS_LIBRARY=/nonexistent/opends-info/librados.so.2
+env OPENDS_BACKEND=ref "$info" >/tmp/opends-info-test.$$ 2>&1
+if grep -q '^source libraries (loaded at run time):$' /tmp/opends-info-test.$$ && grep -Eq '^  librados: ' /tmp/opends-info-test.$$; then
+	echo "ok: source libraries (text)"
+else
+	echo "FAIL: source libraries (text):"; cat /tmp/opends-info-test.$$; fails=$((fails + 1))
+fi
 rm -f /tmp/opends-info-test.$$ /tmp/opends-info-json.$$ /tmp/opends-info-devs.$$ /tmp/opends-info-want.$$
 [ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "opends-info OK"
