@@ -19,6 +19,7 @@ SETTINGS = {
     "chunk_size": "OPENDS_CHUNK_SIZE",
     "max_pinned": "OPENDS_MAX_PINNED",
     "inline_max": "OPENDS_INLINE_MAX",
+    "readahead": "OPENDS_READAHEAD",
     "cpu_mask": "OPENDS_CPU_MASK",
     "idle_spin": "OPENDS_IDLE_SPIN",
     "assume_aligned_only": "OPENDS_ASSUME_ALIGNED_ONLY",
