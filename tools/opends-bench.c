@@ -55,8 +55,9 @@ static void usage(FILE *f)
 		"                      DATASET:cold or DATASET:hot for one dataset only\n"
 		"  --threads N         threads of the sync legs and their ceilings (default 8)\n"
 		"  --leg-timeout S     seconds a leg may run; past it, it stops and is recorded as timed out\n"
-		"                      (default 120; 0: no limit); a leg stuck in one call 30 s past it is\n"
-		"                      recorded as hung and the command ends with exit status 3\n"
+		"                      (default 120; 0: no limit)\n"
+		"  --hung-grace S      a leg still inside one call S seconds past its limit is recorded as\n"
+		"                      hung and the command ends with exit status 3 (default 30)\n"
 		"  --repeat N          runs per leg, median kept (default 0: 3 for legs under 1 s, else 1)\n"
 		"  --big-size SIZE     the caller legs' big file, e.g. 8G, 256M (default 8G)\n"
 		"  --write-size SIZE   bytes of the write legs (default: the big file's size)\n"
@@ -237,6 +238,7 @@ int main(int argc, char **argv)
 		.big_size = 8ull << 30,
 		.rand_reads = 20000,
 		.leg_timeout = 120,
+		.hung_grace = 30,
 		.baselines = true,
 		.verbose = true,
 	};
@@ -257,6 +259,7 @@ int main(int argc, char **argv)
 		{ "commit", required_argument, 0, 'H' },  { "stream-flags", required_argument, 0, 'F' },
 		{ "leg-timeout", required_argument, 0, 'T' }, { "legs", required_argument, 0, 'L' },
 		{ "source", required_argument, 0, 'U' },  { "source-size", required_argument, 0, 'Z' },
+		{ "hung-grace", required_argument, 0, 'G' },
 		{ 0, 0, 0, 0 },
 	};
 	int c;
@@ -343,6 +346,13 @@ int main(int argc, char **argv)
 			if (!parse_uint("--leg-timeout", optarg, 0, 86400, &v))
 				return 2;
 			opt.leg_timeout = v;
+			break;
+		}
+		case 'G': {
+			unsigned v;
+			if (!parse_uint("--hung-grace", optarg, 1, 3600, &v))
+				return 2;
+			opt.hung_grace = v;
 			break;
 		}
 		case 'K': kvikio_script = optarg; break;

@@ -20,6 +20,7 @@ struct bench_opts {
 	unsigned threads;
 	unsigned repeat;     /* 0: 3 for legs under a second, else 1 */
 	double leg_timeout;  /* seconds a leg may run before it stops as timed out (0: none) */
+	double hung_grace;   /* seconds past leg_timeout before a leg stuck in a call is declared hung */
 	uint64_t big_size;   /* the caller legs' big file */
 	uint64_t write_size; /* bytes of the write legs (<= big_size; 0: big_size) */
 	unsigned rand_reads; /* rand4k: reads per leg */

@@ -300,30 +300,27 @@ static void progress_clear_locked(void)
 	pg.shown = false;
 }
 
-/* Seconds past --leg-timeout that a leg may take to notice it (legs stop
- * between calls; one call of a GiB file can take several seconds cold). */
-#define HUNG_GRACE 30.0
-
-/* A leg still running HUNG_GRACE seconds past its limit is stuck inside a
+/* A leg still running --hung-grace seconds (30: legs stop between calls,
+ * and one call of a GiB file can take several seconds cold) past its limit is stuck inside a
  * call that does not return (the 8 GiB stream leg on a061cd5 ate 290 s of
  * a 360 s budget). It cannot be cancelled: its row is written as hung, and
  * the command ends with exit status 3, so that the next command of the
  * sweep (bench/gpu-run.sh runs several) still runs. Caller holds pg.lock. */
 static void hung_check_locked(uint64_t now)
 {
-	if (!pg.label[0] || opt.leg_timeout <= 0 || st_seconds(pg.t0, now) < opt.leg_timeout + HUNG_GRACE)
+	if (!pg.label[0] || opt.leg_timeout <= 0 || st_seconds(pg.t0, now) < opt.leg_timeout + opt.hung_grace)
 		return;
 	progress_clear_locked();
 	fprintf(stderr, "[%6.1f s] HUNG: '%s' has not returned %.0f s after its %.0f s limit (a call that does "
 			"not return); recorded as hung, this command ends (exit 3)\n",
-		st_seconds(pg.t_run, now), pg.label, HUNG_GRACE, opt.leg_timeout);
+		st_seconds(pg.t_run, now), pg.label, opt.hung_grace, opt.leg_timeout);
 	/* the label's words: DATASET MODE BACKEND CACHE (dataset legs) or
 	 * MODE WAY (caller legs) */
 	char w[4][48] = { "", "", "", "" };
 	int n = sscanf(pg.label, "%47s %47s %47s %47s", w[0], w[1], w[2], w[3]);
 	struct leg_result r = { .error = -ETIMEDOUT, .seconds = st_seconds(pg.t0, now) };
 	snprintf(r.config, sizeof(r.config), "hung: no return %.0f s past the %.0f s limit; command ended",
-		 HUNG_GRACE, opt.leg_timeout);
+		 opt.hung_grace, opt.leg_timeout);
 	if (n == 4)
 		record(&(struct rec){ w[0], w[1], w[2], w[3], opt.use_gpu ? "device" : "host", 0, 0, 0, 0 }, &r);
 	else
