@@ -16,10 +16,16 @@
  *  - one thread per device at once (sync, and stream on its device's);
  *  - opends_sync_read_fanout: one read placed on every device, byte-exact,
  *    across EOF, and its argument errors;
+ *  - the staging workers (uring) move to the CPUs of the NUMA node of the
+ *    device they copy to (OPENDS_HOSTDEV_NUMA and OPENDS_HOSTDEV_NODES:
+ *    device 0 on CPU 0, device 1 on CPU 1);
  *  - a bad OPENDS_HOSTDEV_DEVICES refuses the driver open.
  */
+#include <dirent.h>
 #include <pthread.h>
+#include <sched.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 
 #include "common.h"
 
@@ -378,6 +384,83 @@ static void fanout(opends_handle_t fh)
 	EXPECT_SSZ(opends_sync_read_fanout(NULL, two, NULL, 2, 10, 0), -OPENDS_INVALID_VALUE); /* as opends_sync_read */
 }
 
+/* The staging workers move to the CPUs of the NUMA node of the device they
+ * copy to (src/accel/near.c; the uring backend's staging engine). hostdev's
+ * simulated topology: device 0 on node 0 = CPU 0, device 1 on node 1 = CPU
+ * 1, in a folder standing for /sys/devices/system/node. */
+static int threads_on(const char *cpus)
+{
+	DIR *dir = opendir("/proc/self/task");
+	int n = 0;
+	struct dirent *e;
+	while (dir && (e = readdir(dir))) {
+		char path[300], line[256];
+		snprintf(path, sizeof path, "/proc/self/task/%s/status", e->d_name);
+		FILE *f = fopen(path, "r");
+		while (f && fgets(line, sizeof line, f))
+			if (!strncmp(line, "Cpus_allowed_list:", 18)) {
+				char *v = line + 18;
+				v += strspn(v, " \t");
+				v[strcspn(v, "\n")] = 0;
+				n += !strcmp(v, cpus);
+			}
+		if (f)
+			fclose(f);
+	}
+	if (dir)
+		closedir(dir);
+	return n;
+}
+
+static void numa_follow(opends_handle_t *fh, int fd)
+{
+	t_phase = "workers move to the NUMA node of the device they copy to";
+	cpu_set_t all;
+	if (sched_getaffinity(0, sizeof all, &all) || !CPU_ISSET(0, &all) || !CPU_ISSET(1, &all) || CPU_COUNT(&all) < 2) {
+		printf("numa case skipped: CPUs 0 and 1 are not both ours\n");
+		return;
+	}
+	const char *be = opends_driver_backend();
+	if (strcmp(be, "uring")) {
+		printf("numa case skipped: the %s backend has no staging workers\n", be);
+		return;
+	}
+	char dir[PATH_MAX], p[PATH_MAX + 32];
+	t_path(dir, sizeof dir, "nodes");
+	mkdir(dir, 0755);
+	for (int n = 0; n < 2; n++) {
+		snprintf(p, sizeof p, "%s/node%d", dir, n);
+		mkdir(p, 0755);
+		snprintf(p, sizeof p, "%s/node%d/cpulist", dir, n);
+		FILE *f = fopen(p, "w");
+		CHECK(f && fprintf(f, "%d\n", n) > 0 && fclose(f) == 0);
+	}
+	OK(opends_handle_deregister(*fh));
+	OK(opends_driver_close());
+	setenv("OPENDS_HOSTDEV_NODES", dir, 1);
+	setenv("OPENDS_HOSTDEV_NUMA", "0,1", 1);
+	t_driver_open();
+	*fh = t_register(fd);
+	CHECKF(threads_on("0") == 0 && threads_on("1") == 0, "threads pinned before any copy: %d on CPU 0, %d on CPU 1",
+	       threads_on("0"), threads_on("1"));
+	for (int r = 0; r < 4; r++)
+		EXPECT_SSZ(opends_sync_read(*fh, devmem[1], 8 * T_MiB, r * 4096, 0), (ssize_t)(8 * T_MiB));
+	VERIFY(devmem[1], oracle + 3 * 4096, 8 * T_MiB, "read into device 1 (node 1)");
+	CHECKF(threads_on("1") > 0 && threads_on("0") == 0, "after reads into device 1: %d threads on CPU 1, %d on CPU 0",
+	       threads_on("1"), threads_on("0"));
+	for (int r = 0; r < 4; r++)
+		EXPECT_SSZ(opends_sync_read(*fh, devmem[0], 8 * T_MiB, r * 4096, 0), (ssize_t)(8 * T_MiB));
+	CHECKF(threads_on("0") > 0, "after reads into device 0: no thread on CPU 0 (%d on CPU 1)", threads_on("1"));
+	unsetenv("OPENDS_HOSTDEV_NODES");
+	for (int n = 0; n < 2; n++) {
+		snprintf(p, sizeof p, "%s/node%d/cpulist", dir, n);
+		unlink(p);
+		snprintf(p, sizeof p, "%s/node%d", dir, n);
+		rmdir(p);
+	}
+	rmdir(dir);
+}
+
 int main(void)
 {
 	t_watchdog(240);
@@ -418,6 +501,7 @@ int main(void)
 	streams(fh);
 	threads(fh);
 	fanout(fh);
+	numa_follow(&fh, fd);
 
 	OK(opends_handle_deregister(fh));
 	close(fd);

@@ -1,8 +1,7 @@
 /*
  * The CPUs nearest a device (accel.h, "the NUMA node of a device"): the
  * staging workers move to them while they copy to that device, so the
- * pinned slots they fill and the copies they start stay on the device's
- * node (issue 19 item 4).
+ * reads and copies they start run on the device's node (issue 19 item 4).
  *
  * Per device, once per open: the node from the layer's device_props, its
  * CPUs from <node_root>/node<N>/cpulist (sysfs), kept to the CPUs the

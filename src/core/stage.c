@@ -408,6 +408,19 @@ static bool mover_full(struct ods_stage_worker *w)
 	return w->s->mv->full && w->s->mv->full(w->ctx);
 }
 
+/* A worker copying to or from a device runs on the CPUs of the device's
+ * NUMA node (issue 19; nothing moves on one-node machines, nor where
+ * OPENDS_CPU_MASK pins the workers). It moves when the device changes. */
+static void near_device(struct ods_stage_worker *w, const struct ods_io *io)
+{
+	if (w->s->cfg->cpu_mask || io->mem != ODS_MEM_DEVICE || io->dev == w->near_dev)
+		return;
+	cpu_set_t set;
+	w->near_dev = io->dev;
+	if (ods_accel_near_cpus(io->dev, &set))
+		pthread_setaffinity_np(pthread_self(), sizeof(set), &set); /* best effort */
+}
+
 static bool fill(struct ods_stage_worker *w)
 {
 	struct ods_stage *s = w->s;
@@ -424,6 +437,7 @@ static bool fill(struct ods_stage_worker *w)
 		}
 		if (!(r = take_chunk(w, &c0, &c1, &popped)))
 			break;
+		near_device(w, r->io);
 		bool more = atomic_load_explicit(&s->queued, memory_order_relaxed) != 0;
 		start_chunk(w, r, c0, c1, more);
 		if (popped)
@@ -459,6 +473,7 @@ static void *worker_main(void *arg)
 	const struct ods_accel *a = s->accel;
 	const struct ods_mover *m = s->mv;
 	ods_pin_worker(s->cfg, w->idx);
+	w->near_dev = UINT_MAX;
 	/* Without a context the lane cannot be made; copies then run
 	 * synchronously (recorded), which is slower but correct. */
 	if (ods_stage_async_copies(a) && a->lanes->thread_attach() == 0)

@@ -26,6 +26,7 @@ struct ods_stage_worker {
 	bool declined;                /* left the head request to other workers */
 	void *lane;                   /* accelerator copy lane, or NULL: recorded copies */
 	struct ods_stage_unit *_Atomic posted; /* completions from other threads */
+	unsigned near_dev;            /* the device whose NUMA node it last moved to for */
 };
 
 struct ods_stage {
