@@ -84,6 +84,10 @@ static atomic_ulong pushed_cmds;
  * host function on a stream (stream_call fails, queues nothing), so a test
  * proves an operation runs without one. */
 static bool no_calls;
+/* Test-only (issue 18): OPENDS_HOSTDEV_QUEUE_MAX=N at open makes a push
+ * wait while its stream has N commands queued, as CUDA blocks an async call
+ * when a stream's queue is full (0 or unset: unbounded). */
+static unsigned long queue_max;
 
 /* Test-only simulated topology (like FAIL_AFTER, not configuration):
  * OPENDS_HOSTDEV_NUMA="n0,n1,..." gives device d the NUMA node nd (-1 or
@@ -119,6 +123,8 @@ static int hostdev_open(const struct ods_config *cfg, char *why, size_t why_len)
 	fail_after = f && *f ? strtol(f, NULL, 10) : -1;
 	const char *nc = getenv("OPENDS_HOSTDEV_NO_CALLS");
 	no_calls = nc && !strcmp(nc, "1");
+	const char *qm = getenv("OPENDS_HOSTDEV_QUEUE_MAX");
+	queue_max = qm && *qm ? strtoul(qm, NULL, 10) : 0;
 	atomic_store(&pushed_cmds, 0);
 	if (v && *v) {
 		char *end;
@@ -206,6 +212,7 @@ struct sim_stream {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;     /* new command, stop, or idle */
 	struct cmd *head, *tail;
+	unsigned nq;             /* commands queued */
 	bool stop;
 	pthread_t th;
 };
@@ -252,8 +259,9 @@ static void *sim_main(void *arg)
 		st->head = c->next;
 		if (!st->head)
 			st->tail = NULL;
+		st->nq--;
 		free(c);
-		pthread_cond_broadcast(&st->cond);
+		pthread_cond_broadcast(&st->cond); /* also wakes a push waiting for room */
 	}
 	pthread_mutex_unlock(&st->lock);
 	return NULL;
@@ -337,6 +345,10 @@ static int sim_push(unsigned dev, void *stream, struct cmd cmd)
 	*c = cmd;
 	c->next = NULL;
 	pthread_mutex_lock(&st->lock);
+	/* S.lock is not held here (sim_find released it) */
+	while (queue_max && st->nq >= queue_max)
+		pthread_cond_wait(&st->cond, &st->lock);
+	st->nq++;
 	if (st->tail)
 		st->tail->next = c;
 	else
