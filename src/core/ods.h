@@ -261,7 +261,6 @@ struct ods_backend {
 	 * NULL) how it is set up; for opends_describe */
 	void (*describe)(struct ods_handle *h, char *buf, size_t n);
 };
-#define ODS_BACKEND_HAS_BUF_HOOKS 1
 
 #define ODS_NOT_INLINE ((ssize_t)INT64_MIN)
 

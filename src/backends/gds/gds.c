@@ -31,7 +31,6 @@
 #include <string.h>
 
 #include "ods.h"
-#include "gds.h"
 
 #define ODS_CUFILE_NO_CUDA_H
 #include "../../vendor/cufile/cufile.h"
@@ -519,9 +518,12 @@ static ssize_t gds_rw(struct ods_io *io)
 	return n;
 }
 
-/* ---- hooks the core does not call yet (gds.h) ----------------------------- */
+/* ---- registered buffers --------------------------------------------------- */
 
-int ods_gds_buf_register(void *p, size_t n, enum ods_mem_kind k, void **priv)
+/* Device ranges registered with OpenDS are registered with cuFile too (best
+ * effort: a range cuFile refuses is still served, through its bounce
+ * buffers); priv is non-NULL when cuFile has the range. */
+static int gds_buf_register(void *p, size_t n, enum ods_mem_kind k, void **priv)
 {
 	*priv = NULL;
 	if (k != ODS_MEM_DEVICE || !gs.drv_open)
@@ -533,44 +535,15 @@ int ods_gds_buf_register(void *p, size_t n, enum ods_mem_kind k, void **priv)
 	return 0;
 }
 
-void ods_gds_buf_deregister(void *p, size_t n, enum ods_mem_kind k, void *priv)
+static void gds_buf_deregister(void *p, size_t n, enum ods_mem_kind k, void *priv)
 {
 	(void)n;
 	(void)k;
-	if (priv && gs.drv_open)
-		cf.cuFileBufDeregister(p);
-}
-
-int ods_gds_stream_rw(int opcode, struct ods_handle *h, void *buf, size_t *size, off_t *file_offset,
-		      off_t *buf_offset, ssize_t *result, void *stream)
-{
-	struct gds_handle *g = h->be;
-	if (!g || g->path != PATH_CUFILE || !cf.cuFileReadAsync || !cf.cuFileWriteAsync)
-		return 1;
-	CUfileError_t e = opcode == OPENDS_READ
-				  ? cf.cuFileReadAsync(g->cfh, buf, size, file_offset, buf_offset, result, stream)
-				  : cf.cuFileWriteAsync(g->cfh, buf, size, file_offset, buf_offset, result, stream);
-	if (e.err == CU_FILE_SUCCESS)
-		return 0;
-	if (e.err == CU_FILE_ASYNC_NOT_SUPPORTED)
-		return 1;
-	return (int)-from_op((int)e.err);
-}
-
-int ods_gds_stream_register(void *stream, unsigned flags)
-{
-	if (!cf.cuFileStreamRegister)
-		return 1;
-	CUfileError_t e = cf.cuFileStreamRegister(stream, flags);
-	return e.err == CU_FILE_SUCCESS ? 0 : (int)-from_op((int)e.err);
-}
-
-int ods_gds_stream_deregister(void *stream)
-{
-	if (!cf.cuFileStreamDeregister)
-		return 1;
-	CUfileError_t e = cf.cuFileStreamDeregister(stream);
-	return e.err == CU_FILE_SUCCESS ? 0 : (int)-from_op((int)e.err);
+	if (!priv || !gs.drv_open)
+		return;
+	struct ctx_saved s = bind_context(p);
+	cf.cuFileBufDeregister(p);
+	unbind_context(s);
 }
 
 static void gds_describe(struct ods_handle *h, char *buf, size_t n)
@@ -597,8 +570,6 @@ const struct ods_backend ods_backend_gds = {
 	.handle_close = gds_handle_close,
 	.rw = gds_rw,
 	.describe = gds_describe,
-#ifdef ODS_BACKEND_HAS_BUF_HOOKS
-	.buf_register = ods_gds_buf_register,
-	.buf_deregister = ods_gds_buf_deregister,
-#endif
+	.buf_register = gds_buf_register,
+	.buf_deregister = gds_buf_deregister,
 };
