@@ -143,10 +143,12 @@ static ssize_t refill(struct ods_io *io, char *buf, size_t from, size_t to, off_
 	return (ssize_t)to;
 }
 
-/* The block-aligned middle of a read on the caller's direct fd. Where the
- * file ends inside a block (it was truncated after the caller's size
- * check), the device has written the whole block into buf although the
- * read returns fewer bytes: the rest of that block is refilled. */
+/* The block-aligned middle of a read on the caller's direct fd. A read
+ * that ends inside a block is short (FUSE), or met an EOF that a
+ * truncation moved after the caller's size check, where the device has
+ * written the whole block into buf although the read returns fewer bytes:
+ * the rest of that block is refilled either way, and the reading goes on
+ * from the next block (a short read is not EOF; a 0 is). */
 static ssize_t direct_read(struct ods_io *io, char *buf, size_t size, off_t off)
 {
 	size_t done = 0;
@@ -161,7 +163,10 @@ static ssize_t direct_read(struct ods_io *io, char *buf, size_t size, off_t off)
 		done += (size_t)r;
 		if (done & (ODS_ALIGN - 1)) {
 			size_t end = (done | (ODS_ALIGN - 1)) + 1;
-			return refill(io, buf, done, end < size ? end : size, off);
+			ssize_t f = refill(io, buf, done, end < size ? end : size, off);
+			if (f < 0)
+				return f;
+			done = (size_t)f;
 		}
 	}
 	return (ssize_t)done;
