@@ -14,7 +14,8 @@
  * before the read sets *size); 64 streams with reads in flight at once
  * (more than the hardware queues); and the context rule: another context
  * current is no error (the buffer's context serves it), a stream of another
- * context with the buffer is OPENDS_CONTEXT_MISMATCH. Several GPUs:
+ * context with the buffer is OPENDS_CONTEXT_MISMATCH. First, the device
+ * count and properties (what opends-info lists) against the driver. Several GPUs:
  * test_gpu_multi.c.
  */
 #include <pthread.h>
@@ -352,6 +353,36 @@ static void contexts(opends_handle_t fh)
 	CU(ods_cu.cuCtxSetCurrent(primary));
 }
 
+/* the devices as opends-info reports them, against the driver's answers */
+static void devices(void)
+{
+	t_phase = "device count and properties";
+	int n = 0;
+	unsigned cnt = 0;
+	CU(ods_cu.cuDeviceGetCount(&n));
+	OK(opends_device_count(&cnt));
+	CHECKF((int)cnt == n, "opends_device_count %u, the driver says %d", cnt, n);
+	for (int i = 0; i < n; i++) {
+		CUdevice d;
+		char name[96], bus[32], line[512];
+		opends_device_props_t p;
+		CU(ods_cu.cuDeviceGet(&d, i));
+		CU(ods_cu.cuDeviceGetName(name, sizeof name, d));
+		CU(ods_cu.cuDeviceGetPCIBusId(bus, sizeof bus, d));
+		OK(opends_device_get_properties((unsigned)i, &p));
+		OK(opends_device_describe((unsigned)i, line, sizeof line));
+		printf("%s\n", line);
+		CHECKF(!strcmp(p.layer, "cuda") && !strcmp(p.name, name) && !strcmp(p.pci_bus_id, bus),
+		       "cuda:%d: layer \"%s\", name \"%s\" (driver \"%s\"), bus \"%s\" (driver \"%s\")", i, p.layer,
+		       p.name, name, p.pci_bus_id, bus);
+		CHECKF(!(p.peers >> i & 1) && !(p.peers_nvlink & ~p.peers), "cuda:%d: peers %#llx, nvlink %#llx", i,
+		       (unsigned long long)p.peers, (unsigned long long)p.peers_nvlink);
+		CHECKF(p.pcie_gen == -1 || (p.pcie_gen >= 1 && p.pcie_gen <= 6), "cuda:%d: PCIe gen %d", i, p.pcie_gen);
+	}
+	opends_device_props_t p;
+	EXPECT_ERR(opends_device_get_properties((unsigned)n, &p), OPENDS_INVALID_VALUE);
+}
+
 int main(void)
 {
 	t_watchdog(240);
@@ -360,6 +391,7 @@ int main(void)
 		setenv("OPENDS_ACCEL", "cuda", 1);
 	OK(opends_driver_open());
 	printf("backend %s\n", opends_driver_backend());
+	devices();
 
 	char path[PATH_MAX], wpath[PATH_MAX];
 	t_path(path, sizeof path, "gpu.bin");
