@@ -312,4 +312,59 @@ static inline void r_run_ops(enum r_family f, struct r_op *ops, unsigned n)
 	}
 }
 
+/* ---- forking while threads run ---------------------------------------------
+ * AddressSanitizer's allocator is not fork-safe in the runtime of GCC 12
+ * (Debian 12's libasan 8; LLVM's runtime locks it around fork only since
+ * release 18): a parent thread inside malloc/free at the fork holds a
+ * size-class lock of ASan's allocator, and the child's first malloc of
+ * that class then waits forever (seen in a hung child: host_enqueue ->
+ * calloc -> SizeClassAllocator64::GetFromAllocator -> Mutex::Lock). glibc's
+ * own malloc is fork-safe, so the plain build forks amid I/O of every
+ * family; under ASan (R_FORK_GATE) the forking thread first parks the busy
+ * threads between two operations (r_park_here in their loops) and lets the
+ * library's workers go idle (r_park_busy), forks, then r_unpark. */
+#if defined(__SANITIZE_ADDRESS__)
+#define R_FORK_GATE 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define R_FORK_GATE 1
+#endif
+#endif
+#ifndef R_FORK_GATE
+#define R_FORK_GATE 0
+#endif
+static atomic_bool r_park;
+static atomic_uint r_parked;
+
+static inline void r_sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, ms % 1000 * 1000 * 1000 };
+	nanosleep(&ts, NULL);
+}
+
+static inline void r_park_here(void)
+{
+	if (!atomic_load(&r_park))
+		return;
+	atomic_fetch_add(&r_parked, 1);
+	while (atomic_load(&r_park))
+		r_sleep_ms(1);
+	atomic_fetch_sub(&r_parked, 1);
+}
+
+/* park until n threads (*live when given: the busy threads still running)
+ * wait in r_park_here */
+static inline void r_park_busy(unsigned n, atomic_uint *live)
+{
+	atomic_store(&r_park, true);
+	while (atomic_load(&r_parked) < (live ? atomic_load(live) : n))
+		r_sleep_ms(1);
+	r_sleep_ms(5); /* the workers that completed those operations go idle */
+}
+
+static inline void r_unpark(void)
+{
+	atomic_store(&r_park, false);
+}
+
 #endif

@@ -2,7 +2,7 @@
  * test_fork [FORKS]: fork() while the driver is open and busy (issue 15
  * item 5). Two threads of the parent run sync, async, batch and stream I/O
  * without pause while the main thread forks FORKS (default 12) children
- * (under ASan, between their rounds: see FORK_GATE).
+ * (under ASan, between their rounds: see R_FORK_GATE in rel.h).
  * Each child, with a watchdog of its own:
  *   - sees a closed driver: every call fails at once with
  *     OPENDS_DRIVER_NOT_INITIALIZED (sync and async reads through the
@@ -27,53 +27,6 @@ static int fd;
 static opends_handle_t fh;
 static atomic_bool stop;
 static atomic_ulong parent_ops;
-
-/* AddressSanitizer's allocator is not fork-safe in the runtime of GCC 12
- * (Debian 12's libasan 8; LLVM's runtime locks it around fork only since
- * release 18): a parent thread inside malloc/free at the fork holds a
- * size-class lock of ASan's allocator, and the child's first malloc of
- * that class then waits forever (seen in a hung child: host_enqueue ->
- * calloc -> SizeClassAllocator64::GetFromAllocator -> Mutex::Lock). glibc's
- * own malloc is fork-safe, so the plain build forks amid I/O of every
- * family; under ASan the main thread forks while the busy threads are
- * parked between two rounds (their operations all complete) and the
- * library's workers have gone idle. Everything else is the same. */
-#if defined(__SANITIZE_ADDRESS__)
-#define FORK_GATE 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define FORK_GATE 1
-#endif
-#endif
-#ifndef FORK_GATE
-#define FORK_GATE 0
-#endif
-static atomic_bool park;
-static atomic_uint parked;
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = { 0, ms * 1000 * 1000 };
-	nanosleep(&ts, NULL);
-}
-
-static void park_here(void)
-{
-	if (!atomic_load(&park))
-		return;
-	atomic_fetch_add(&parked, 1);
-	while (atomic_load(&park))
-		sleep_ms(1);
-	atomic_fetch_sub(&parked, 1);
-}
-
-static void park_busy(unsigned n)
-{
-	atomic_store(&park, true);
-	while (atomic_load(&parked) < n)
-		sleep_ms(1);
-	sleep_ms(5); /* the workers that completed those operations go idle */
-}
 
 /* bytes of the file are pattern 1 everywhere; threads only read, or write
  * pattern 1 back, so any read can be checked against it */
@@ -149,7 +102,7 @@ static void *busy(void *arg)
 	while (!atomic_load(&stop)) {
 		families(fh, mem, &seed, "parent thread");
 		atomic_fetch_add(&parent_ops, 5);
-		park_here();
+		r_park_here();
 	}
 	free(mem);
 	return NULL;
@@ -231,13 +184,13 @@ int main(int argc, char **argv)
 		struct timespec ts = { 0, 20 * 1000 * 1000 };
 		nanosleep(&ts, NULL);
 		fflush(NULL);
-		if (FORK_GATE)
-			park_busy(2);
+		if (R_FORK_GATE)
+			r_park_busy(2, NULL);
 		pid_t pid = fork();
 		R_CHECK(pid >= 0, "fork: %s", strerror(errno));
 		if (pid == 0)
 			child(i);
-		atomic_store(&park, false);
+		r_unpark();
 		r_phase = "parent: waiting for a child";
 		int st;
 		double t0 = r_now();

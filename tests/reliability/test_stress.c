@@ -44,38 +44,10 @@ static bool trunc_done(void)
 	return atomic_load(&workers_done) && atomic_load(&trunc_reads) >= min_trunc_reads;
 }
 
-/* AddressSanitizer's allocator in GCC 12's runtime is not fork-safe (see
- * test_fork.c, FORK_GATE): under ASan the busy threads park between two
- * operations while the churn thread forks, so no thread of the parent is
- * inside malloc at the fork. The plain build forks amid everything. */
-#if defined(__SANITIZE_ADDRESS__)
-#define FORK_GATE 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define FORK_GATE 1
-#endif
-#endif
-#ifndef FORK_GATE
-#define FORK_GATE 0
-#endif
-static atomic_bool park;
-static atomic_uint parked, active;
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = { 0, ms * 1000 * 1000 };
-	nanosleep(&ts, NULL);
-}
-
-static void park_here(void)
-{
-	if (!FORK_GATE || !atomic_load(&park))
-		return;
-	atomic_fetch_add(&parked, 1);
-	while (atomic_load(&park))
-		sleep_ms(1);
-	atomic_fetch_sub(&parked, 1);
-}
+/* Under ASan the busy threads park between two operations while the
+ * churn thread forks (rel.h, R_FORK_GATE); the plain build forks amid
+ * everything. active: the parkable threads still running. */
+static atomic_uint active;
 
 /* a parkable thread leaves */
 static void park_leave(void)
@@ -121,7 +93,7 @@ static void *work(void *arg)
 	struct r_op ops[MAXK];
 	uint32_t gen = w->id * 1000003u;
 	for (unsigned long g = 0; g < groups; g++) {
-		park_here();
+		r_park_here();
 		enum r_family f = (enum r_family)(r_rand(&w->seed) % R_NFAMILIES);
 		unsigned k = f == R_SYNC ? 1 : 1 + (unsigned)(r_rand(&w->seed) % MAXK);
 		int opcode = r_rand(&w->seed) % 2 ? OPENDS_WRITE : OPENDS_READ;
@@ -180,7 +152,7 @@ static void *truncator(void *arg)
 	if (fd < 0)
 		R_FAIL("truncator: open");
 	while (!trunc_done()) {
-		park_here();
+		r_park_here();
 		off_t l = (off_t)(r_rand(&seed) % TFILE);
 		if (ftruncate(fd, l) || pwrite(fd, pat + l, TFILE - (size_t)l, l) != (ssize_t)(TFILE - (size_t)l))
 			R_FAIL("truncator: %s", strerror(errno));
@@ -209,7 +181,7 @@ static void *trunc_reader(void *arg)
 	for (int i = 0; i < 2; i++)
 		R_TRY(opends_handle_register(&h[i], fd[i]));
 	while (!trunc_done()) {
-		park_here();
+		r_park_here();
 		size_t sz = rand_size(&seed), moff = (size_t)(r_rand(&seed) % 4096);
 		off_t off = (off_t)(r_rand(&seed) % (TFILE - sz + 1));
 		if (r_rand(&seed) % 2) { /* block-aligned, as direct reads are */
@@ -249,15 +221,11 @@ static void *trunc_reader(void *arg)
 static void fork_once(void)
 {
 	fflush(NULL);
-	if (FORK_GATE) {
-		atomic_store(&park, true);
-		while (atomic_load(&parked) < atomic_load(&active))
-			sleep_ms(1);
-		sleep_ms(5); /* the library's workers that served them go idle */
-	}
+	if (R_FORK_GATE)
+		r_park_busy(0, &active);
 	pid_t pid = fork();
-	if (pid != 0)
-		atomic_store(&park, false);
+	if (pid != 0 && R_FORK_GATE)
+		r_unpark();
 	if (pid < 0)
 		R_FAIL("fork: %s", strerror(errno));
 	if (pid == 0) {
