@@ -125,7 +125,8 @@ def _strides(shape) -> Tuple[int, ...]:
 def views_torch(torch, buf, tab: Table, idx: List[int], dt, isz: int, shape_of) -> List[Any]:
     """Views of buf (uint8) for the tensors idx of one dtype. Tensors one
     after another with few of them not 1-D: one split_with_sizes (its
-    pieces are made in C++); otherwise one as_strided each, shape and all."""
+    pieces are made in C++); the tensors of one shape evenly spaced: one
+    as_strided + unbind; otherwise one as_strided each, shape and all."""
     n = buf.numel() - buf.numel() % isz
     typed = buf[:n].view(dt) if dt != torch.uint8 else buf[:n]
     b = list(map(isz.__rfloordiv__, map(tab.begins.__getitem__, idx)))
@@ -142,8 +143,23 @@ def views_torch(torch, buf, tab: Table, idx: List[int], dt, isz: int, shape_of) 
             vs[k] = vs[k].view(shapes[k])
         return vs
     shapes_t = list(map(tuple, shapes))
-    strides = {s: _strides(s) for s in set(shapes_t)}
-    return list(map(typed.as_strided, shapes_t, map(strides.__getitem__, shapes_t), b))
+    kinds = set(shapes_t)
+    strides = {s: _strides(s) for s in kinds}
+    if len(kinds) * 8 > len(idx):
+        return list(map(typed.as_strided, shapes_t, map(strides.__getitem__, shapes_t), b))
+    # few shapes: the tensors of one shape at evenly spaced offsets (layer
+    # after layer of the same layout) are one as_strided + unbind
+    vs: List[Any] = [None] * len(idx)
+    for s in kinds:
+        pos = list(_compress(range(len(idx)), map(s.__eq__, shapes_t))) if len(kinds) > 1 else list(range(len(idx)))
+        bs = list(map(b.__getitem__, pos))
+        d = bs[1] - bs[0] if len(bs) > 1 else 0
+        if len(bs) > 1 and d >= max(math.prod(s), 1) and list(map(_sub, bs[1:], bs[:-1])).count(d) == len(bs) - 1:
+            views = typed.as_strided((len(bs),) + s, (d,) + strides[s], bs[0]).unbind(0)
+        else:
+            views = map(typed.as_strided, _repeat(s), _repeat(strides[s]), bs)
+        list(map(vs.__setitem__, pos, views))
+    return vs
 
 
 def views_numpy(np, buf, tab: Table, idx: List[int], dt, shape_of) -> List[Any]:
@@ -151,7 +167,24 @@ def views_numpy(np, buf, tab: Table, idx: List[int], dt, shape_of) -> List[Any]:
     shapes = list(map(tab.shapes.__getitem__, idx))
     if shape_of is not None:
         shapes = list(map(shape_of, map(tab.names.__getitem__, idx), shapes))
-    return list(map(np.ndarray, shapes, _repeat(dt), _repeat(buf), map(tab.begins.__getitem__, idx)))
+    offs = list(map(tab.begins.__getitem__, idx))
+    shapes_t = list(map(tuple, shapes))
+    kinds = set(shapes_t)
+    if len(kinds) * 8 > len(idx):
+        return list(map(np.ndarray, shapes_t, _repeat(dt), _repeat(buf), offs))
+    vs: List[Any] = [None] * len(idx)  # as views_torch: evenly spaced ones in one go
+    for s in kinds:
+        pos = list(_compress(range(len(idx)), map(s.__eq__, shapes_t))) if len(kinds) > 1 else list(range(len(idx)))
+        bs = list(map(offs.__getitem__, pos))
+        d = bs[1] - bs[0] if len(bs) > 1 else 0
+        # (not 0-d: iterating a 1-D array gives scalars, copies, not views)
+        if s and len(bs) > 1 and d >= math.prod(s) * dt.itemsize and list(map(_sub, bs[1:], bs[:-1])).count(d) == len(bs) - 1:
+            st = tuple(x * dt.itemsize for x in _strides(s))
+            views = list(np.ndarray((len(bs),) + s, dt, buf, bs[0], (d,) + st))
+        else:
+            views = map(np.ndarray, _repeat(s), _repeat(dt), _repeat(buf), bs)
+        list(map(vs.__setitem__, pos, views))
+    return vs
 
 
 def head_url(f, max_header: int) -> bytes:
