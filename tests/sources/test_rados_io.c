@@ -68,6 +68,9 @@ static void reads(void)
 	for (int fm = 0; fm < NFAM; fm++) {
 		ssize_t r = do_io(fm, OPENDS_READ, fh, b, sizeof(b), 0, 0);
 		CHECKF(r == -ENOENT, "%s read of a missing object: %zd (%s)", fam_name[fm], r, t_errname(r));
+		if (fm == ASYNC)
+			CHECKF(strstr(t_detail(), name) && strstr(t_detail(), "failed at offset 0"),
+			       "the async detail does not name the object and offset: %s", t_detail());
 	}
 	EXPECT_SSZ(opends_sync_read(fh, b, sizeof(b), 0, 0), -ENOENT);
 	CHECKF(strstr(t_detail(), name), "the detail does not name the object: %s", t_detail());

@@ -130,6 +130,9 @@ int main(void)
 	dt = t_now() - t0;
 	CHECKF(r == -ETIMEDOUT && dt <= OP_TIMEOUT + 1.0, "async read with the OSD stopped: %zd (%s) after %.2f s", r,
 	       t_errname(r), dt);
+	/* await names the pool/object and the offset */
+	CHECKF(strstr(t_detail(), "opends_async_await: rados://") && strstr(t_detail(), "at offset 4096 failed at offset 4096"),
+	       "the async detail does not name the object and offset: %s", t_detail());
 	atomic_store(&stop_files, true);
 	pthread_join(th, NULL);
 	CHECKF(atomic_load(&file_reads) >= 10 && atomic_load(&file_bad) == 0,
