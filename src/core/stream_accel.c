@@ -160,8 +160,11 @@ struct aop {
 	atomic_uint finished;
 	atomic_uint refs;     /* the caller enqueuing it; the stream's end;
 				 each piece started and not yet finished */
-	atomic_bool cut;      /* queueing failed after the dispatcher got it */
-	atomic_bool unlinked; /* ... and the dispatcher has let go of it */
+	/* queueing failed after the dispatcher got it (op_cut_posted) */
+	atomic_bool cut;      /* the caller: stop starting pieces */
+	atomic_bool cut_seen; /* the dispatcher: none will start */
+	atomic_bool cut_ready; /* the caller: none in flight, result published */
+	unsigned cut_next;    /* the dispatcher: next gate to open */
 	atomic_llong short_at; /* reads: lowest op offset where data ended */
 	atomic_long err;
 	struct piece p[];
@@ -229,7 +232,8 @@ static void piece_finish(struct aop *op, struct piece *pc)
 				end = (long long)op->valid0;
 			r = (long long)op->size0 < end ? (ssize_t)op->size0 : (ssize_t)end;
 		}
-		*op->a.result = r;
+		/* atomic: a caller may look at it while the stream runs */
+		__atomic_store_n(op->a.result, r, __ATOMIC_RELEASE);
 		op->p[n - 1].opened = true;
 		acc->gate_open(op->p[n - 1].gate);
 		/* without staging, nothing queued after the gate needs op:
@@ -402,6 +406,53 @@ static void op_watch(struct ods_task *t)
 	watch = op;
 }
 
+/* A cut operation on the dispatcher (op_cut_posted): once the caller
+ * says nothing is in flight, open the gates still shut, in order, each
+ * when the stream is past every copy before it, so that its slot is no
+ * longer read by a copy: the slot's part inside the file is zeroed first,
+ * and the queued copy moves zeros, not the data of the piece that used
+ * the slot before (the part past EOF holds the device's own bytes). True
+ * when every queued wait is open. */
+static bool cut_step(struct aop *op)
+{
+	const struct ods_accel_streams *acc = ods_drv.accel->streams;
+	atomic_store(&op->cut_seen, true);
+	if (!atomic_load(&op->cut_ready))
+		return false;
+	uint32_t m = acc->counter_read(op->progress);
+	while (op->cut_next < op->nq) {
+		struct piece *pc = &op->p[op->cut_next];
+		if (!pc->opened) {
+			if (m < op->base + op->cut_next)
+				return false;
+			if (op->a.opcode == OPENDS_READ)
+				memset(slot_of(op, pc->idx), 0, pc->pre_from);
+			pc->opened = true;
+			acc->gate_open(pc->gate);
+		}
+		op->cut_next++;
+	}
+	return true;
+}
+
+/* Every queued wait of a cut operation is open: its other gates go back
+ * (no piece is in flight to open them), and op stays in the quarantine
+ * for good, since queued commands may still use its staging and counter. */
+static void cut_end(struct aop *op)
+{
+	const struct ods_accel_streams *acc = ods_drv.accel->streams;
+	for (unsigned i = op->nq; i < op->n; i++)
+		if (op->p[i].gate && !op->p[i].lost)
+			acc->gate_put(op->p[i].gate), op->p[i].gate = NULL;
+	if (op->a.opcode == OPENDS_WRITE)
+		atomic_fetch_sub(&awrites, 1); /* it writes nothing */
+	pthread_mutex_lock(&astreams_lock);
+	op->wnext = quarantine;
+	quarantine = op;
+	pthread_mutex_unlock(&astreams_lock);
+	ainflight_add(-1);
+}
+
 /* The dispatcher's round over its watch list: begin the operations the
  * streams reached, start the pieces whose slots the stream has freed, end
  * the operations it is done with. */
@@ -413,9 +464,13 @@ static int poll_watch(void)
 	int moved = 0;
 	for (struct aop **pp = &watch; *pp;) {
 		struct aop *op = *pp;
-		if (atomic_load(&op->cut)) { /* op_cut_posted waits for this */
-			*pp = op->wnext;
-			atomic_store(&op->unlinked, true);
+		if (atomic_load(&op->cut)) {
+			if (cut_step(op)) {
+				*pp = op->wnext;
+				cut_end(op);
+				continue;
+			}
+			pp = &op->wnext;
 			continue;
 		}
 		uint32_t m = acc->counter_read(op->progress);
@@ -573,7 +628,7 @@ static void op_cut(struct aop *op, int rc)
 			acc->gate_put(op->p[i].gate), op->p[i].gate = NULL;
 	if (op->stage && op->a.opcode == OPENDS_READ && op->valid0 >= op->size0)
 		memset(op->stage, 0, op->slot * op->k);
-	*op->a.result = -(ssize_t)rc;
+	__atomic_store_n(op->a.result, -(ssize_t)rc, __ATOMIC_RELEASE);
 	for (unsigned i = 0; i < op->nq; i++)
 		if (!op->p[i].opened)
 			acc->gate_open(op->p[i].gate);
@@ -588,19 +643,23 @@ static void op_cut(struct aop *op, int rc)
 }
 
 /* As op_cut, for a staged operation the dispatcher already has (queue_body
- * failed): the dispatcher lets go of it and starts no more pieces, the
- * pieces in flight end (each opens its own gate), then op_cut completes
- * the rest. Pieces' reads end on their own: this waits for no stream. */
+ * failed): the dispatcher starts no more pieces; the pieces in flight end
+ * (reads end on their own: this waits for no stream); the result is the
+ * error; then the dispatcher opens the gates still shut as the stream gets
+ * to them (cut_step). The caller's reference is never dropped. */
 static void op_cut_posted(struct aop *op, int rc)
 {
 	atomic_store(&op->cut, true);
 	ods_dispatch_kick();
-	/* left: the caller's reference and the stream's end */
-	while (!atomic_load(&op->unlinked) || atomic_load(&op->refs) > 2) {
+	/* left once the dispatcher has seen it: the caller's reference, the
+	 * stream's end */
+	while (!atomic_load(&op->cut_seen) || atomic_load(&op->refs) > 2) {
 		struct timespec ts = { 0, 50000 };
 		nanosleep(&ts, NULL);
 	}
-	op_cut(op, rc);
+	__atomic_store_n(op->a.result, -(ssize_t)rc, __ATOMIC_RELEASE);
+	atomic_store(&op->cut_ready, true);
+	ods_dispatch_kick();
 }
 
 static opends_error_t accel_enqueue(const char *fn, const struct ods_sargs *a, opends_stream_t stream)
