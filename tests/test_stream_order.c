@@ -16,6 +16,12 @@
  *    streams registered with fixed arguments, some reads of many pieces),
  *    then the same on the late source: every read exact, none hangs (under
  *    a watchdog).
+ * test_stream_order nocall: with OPENDS_HOSTDEV_NO_CALLS=1 (hostdev refuses
+ * host functions on streams), 2 000 small device reads on 64 streams,
+ * fixed and not, are exact: no host function runs per staged operation
+ * (on CUDA one would be a cuLaunchHostFunc); a read of size 0, which takes
+ * the host-function path, is refused with OPENDS_DEVICE_DRIVER_ERROR, which
+ * shows the refusal works (skip, 77, where it has no effect).
  * All of it with hostdev's stream queues bounded (OPENDS_HOSTDEV_QUEUE_MAX):
  * a call that queues a command on a full stream blocks, as on CUDA, so an
  * operation of more commands than a queue holds needs the dispatcher to
@@ -124,9 +130,56 @@ static void many(opends_handle_t h, const char *what)
 	free(buf);
 }
 
+
+/* No host function per staged operation: hostdev refuses them here. */
+static void nocall(opends_handle_t fh)
+{
+	t_phase = "no host function per operation";
+	size_t zero = 0;
+	off_t zf = 0, zb = 0;
+	ssize_t zr = SENT;
+	uint8_t one[1];
+	opends_error_t e = opends_stream_read(fh, one, &zero, &zf, &zb, &zr, NULL);
+	if (e.err == OPENDS_SUCCESS)
+		skip("OPENDS_HOSTDEV_NO_CALLS had no effect: a read of size 0 was queued");
+	CHECKF(e.err == OPENDS_DEVICE_DRIVER_ERROR, "size-0 read under NO_CALLS: %d (%s)", e.err, t_errname(e.err));
+	CHECKF(zr == SENT, "a refused read wrote its result (%zd)", zr);
+	enum { NS = 64, PER = 32 };
+	static opends_stream_t st[NS];
+	static struct sop o[NS][PER];
+	const size_t LEN = 37 * T_KiB + 5;
+	uint8_t *buf = t_xmalloc((size_t)NS * PER * LEN);
+	for (int i = 0; i < NS; i++) {
+		OK(opends_stream_create(&st[i]));
+		if (i % 2)
+			OK(opends_stream_register(st[i], FIXED));
+	}
+	for (int j = 0; j < PER; j++)
+		for (int i = 0; i < NS; i++) {
+			size_t k = (size_t)i * PER + (size_t)j;
+			o[i][j] = (struct sop){ LEN, (off_t)(k * 65537 % (F - LEN)), (off_t)(k * LEN), SENT };
+			OK(opends_stream_read(fh, buf, &o[i][j].size, &o[i][j].foff, &o[i][j].boff, &o[i][j].res, st[i]));
+		}
+	for (int i = 0; i < NS; i++) {
+		OK(opends_stream_synchronize(st[i]));
+		for (int j = 0; j < PER; j++) {
+			size_t k = (size_t)i * PER + (size_t)j;
+			CHECKF(o[i][j].res == (ssize_t)LEN, "stream %d op %d gave %zd (%s)", i, j, o[i][j].res,
+			       t_errname(o[i][j].res));
+			VERIFY(buf + k * LEN, oracle + o[i][j].foff, LEN, "stream %d op %d", i, j);
+		}
+		if (i % 2)
+			OK(opends_stream_deregister(st[i]));
+		OK(opends_stream_destroy(st[i]));
+	}
+	free(buf);
+	printf("%d small reads on %d streams with host functions refused: exact\n", NS * PER, NS);
+}
+
 int main(int argc, char **argv)
 {
-	t_args(argc, argv);
+	const char *mode = t_args(argc, argv);
+	bool nc = mode && !strcmp(mode, "nocall");
 	t_watchdog(280);
 	char path[PATH_MAX];
 	t_path(path, sizeof path, "order.bin");
@@ -138,10 +191,21 @@ int main(int argc, char **argv)
 	 * commands than that must still complete (the dispatcher has to
 	 * know it before its last commands are queued) */
 	setenv("OPENDS_HOSTDEV_QUEUE_MAX", "16", 1);
+	if (nc)
+		setenv("OPENDS_HOSTDEV_NO_CALLS", "1", 1);
 	t_driver_open();
 	printf("backend %s\n", opends_driver_backend());
 	int fd = t_open(path, O_RDONLY, false);
 	opends_handle_t file = t_register(fd);
+	if (nc) {
+		nocall(file);
+		OK(opends_handle_deregister(file));
+		close(fd);
+		OK(opends_driver_close());
+		free(oracle);
+		printf("stream order (no host functions): OK\n");
+		return 0;
+	}
 	opends_handle_t late = late_register(oracle, F, 3000);
 	opends_stream_t s, sf;
 	OK(opends_stream_create(&s));
