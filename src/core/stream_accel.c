@@ -435,9 +435,10 @@ static bool cut_step(struct aop *op)
 	return true;
 }
 
-/* Every queued wait of a cut operation is open: its other gates go back
- * (no piece is in flight to open them), and op stays in the quarantine
- * for good, since queued commands may still use its staging and counter. */
+/* The end of a cut operation (op_cut, cut_step): the gates of the pieces
+ * whose waits never reached the stream go back (no piece is in flight to
+ * open them), and op stays in the quarantine for good, since queued
+ * commands may still use its staging and counter. */
 static void cut_end(struct aop *op)
 {
 	const struct ods_accel_streams *acc = ods_drv.accel->streams;
@@ -623,9 +624,6 @@ static int queue_body(struct aop *op, void *stream, bool *queued, bool *posted)
 static void op_cut(struct aop *op, int rc)
 {
 	const struct ods_accel_streams *acc = ods_drv.accel->streams;
-	for (unsigned i = op->nq; i < op->n; i++)
-		if (op->p[i].gate && !op->p[i].lost)
-			acc->gate_put(op->p[i].gate), op->p[i].gate = NULL;
 	if (op->stage && op->a.opcode == OPENDS_READ && op->valid0 >= op->size0)
 		memset(op->stage, 0, op->slot * op->k);
 	__atomic_store_n(op->a.result, -(ssize_t)rc, __ATOMIC_RELEASE);
@@ -633,13 +631,7 @@ static void op_cut(struct aop *op, int rc)
 		if (!op->p[i].opened)
 			acc->gate_open(op->p[i].gate);
 	atomic_store(&op->queued, 2);
-	if (op->a.opcode == OPENDS_WRITE)
-		atomic_fetch_sub(&awrites, 1); /* it writes nothing */
-	pthread_mutex_lock(&astreams_lock);
-	op->wnext = quarantine;
-	quarantine = op;
-	pthread_mutex_unlock(&astreams_lock);
-	ainflight_add(-1);
+	cut_end(op);
 }
 
 /* As op_cut, for a staged operation the dispatcher already has (queue_body
