@@ -6,7 +6,9 @@ devices and copies between them as it would between two GPUs. Every
 result is compared byte for byte with the file.
 """
 import ctypes
+import json
 import os
+import struct
 
 import pytest
 
@@ -120,9 +122,24 @@ def test_read_fanout_refuses_bad_arguments(two_devices, mem, tmp_path):
         assert ei.value.code == opends.OPENDS_INVALID_VALUE
 
 
+_ST_NAMES = {"<f2": "F16", "<f4": "F32", "|i1": "I8", "|u1": "U8", "<i8": "I64"}
+
+
 def _write_st(path, tensors):
-    st = pytest.importorskip("safetensors.numpy")
-    st.save_file(tensors, str(path))
+    """The safetensors layout (8-byte length, JSON header, data), written
+    here so that the test runs without the safetensors package."""
+    header, blobs, off = {}, [], 0
+    for k, v in tensors.items():
+        if off % 8:  # aligned like safetensors' writer (misaligned ones are copies)
+            blobs.append(b"\0" * (8 - off % 8))
+            off += 8 - off % 8
+        raw = v.tobytes()
+        header[k] = {"dtype": _ST_NAMES[v.dtype.str], "shape": list(v.shape), "data_offsets": [off, off + len(raw)]}
+        blobs.append(raw)
+        off += len(raw)
+    hb = json.dumps(header).encode()
+    hb += b" " * (-len(hb) % 8)
+    path.write_bytes(struct.pack("<Q", len(hb)) + hb + b"".join(blobs))
 
 
 def test_load_file_on_two_devices(two_devices, mem, tmp_path, monkeypatch):
