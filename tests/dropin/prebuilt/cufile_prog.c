@@ -159,7 +159,13 @@ typedef CUfileError_t (*fn_p2pget)(int, int *);
 typedef CUfileError_t (*fn_p2pset)(int, int);
 typedef CUfileError_t (*fn_slabset)(const size_t *, const size_t *, int);
 typedef CUfileError_t (*fn_slabget)(size_t *, size_t *, int);
-typedef ssize_t (*fn_rwv)(CUfileHandle_t, const CUfileIOVec_t *, size_t, off_t, unsigned);
+/* CUfileIOVec_t of cufile.h 1.20, declared here: older headers (1.15) lack
+ * the type, and the program must build against them too */
+struct prog_iovec {
+	void *base;
+	size_t len;
+};
+typedef ssize_t (*fn_rwv)(CUfileHandle_t, const struct prog_iovec *, size_t, off_t, unsigned);
 
 
 static void *sym(const char *name)
@@ -246,7 +252,7 @@ static void readv_checks(CUfileHandle_t fh, uint8_t *buf)
 	fn_rwv rv = (fn_rwv)sym("cuFileReadv");
 	if (!rv)
 		return;
-	CUfileIOVec_t iov[3] = { { buf, 5000 }, { buf + 8192, 70000 }, { buf + 131072, 4096 } };
+	struct prog_iovec iov[3] = { { buf, 5000 }, { buf + 8192, 70000 }, { buf + 131072, 4096 } };
 	ssize_t r = rv(fh, iov, 3, 12345, 0);
 	show_io("readv", r);
 	if (r != 79096)
@@ -254,7 +260,7 @@ static void readv_checks(CUfileHandle_t fh, uint8_t *buf)
 	check_bytes(buf, 0, 12345, 5000, "readv segment 0");
 	check_bytes(buf, 8192, 12345 + 5000, 70000, "readv segment 1");
 	check_bytes(buf, 131072, 12345 + 75000, 4096, "readv segment 2");
-	CUfileIOVec_t tail[2] = { { buf, 4096 }, { buf + 65536, 4096 } };
+	struct prog_iovec tail[2] = { { buf, 4096 }, { buf + 65536, 4096 } };
 	r = rv(fh, tail, 2, FSIZE - 6000, 0);
 	show_io("readv_short_at_eof", r);
 	if (r != 6000)
@@ -477,7 +483,7 @@ int main(int argc, char **argv)
 	 * the second from the middle of the buffer */
 	fn_rwv wv_fn = (fn_rwv)sym("cuFileWritev");
 	if (wv_fn) {
-		CUfileIOVec_t wv[2] = { { buf, 3000 }, { buf + 40000, 9000 } };
+		struct prog_iovec wv[2] = { { buf, 3000 }, { buf + 40000, 9000 } };
 		r = wv_fn(wfh, wv, 2, 200000, 0);
 		show_io("writev", r);
 		if (r != 12000)
