@@ -23,17 +23,17 @@
 # (exit 3): the next step still runs. Every step prints its start and
 # elapsed seconds; the end prints a table of them.
 #
-# Expected on nvidia-h200-x2 (32 cores, page cache ~45-55 GB/s, cold disk
-# ~1.6 GB/s): build 10-30 s, GPU suite 15 s; A 110 s (8 GiB generated in
-# ~40 s on a fresh machine; each cold pass of 8 GiB ~5-6 s: 4-6 ceiling
-# shapes + the best again, cuFile sync and stream x2, OpenDS sync and
-# stream x2; KvikIO 20 s); B 90 s (25,000 files generated in ~15 s; about
-# 17 cold passes of ~2 s); C 120 s (four writes of 4 GiB by each way, KvikIO
-# at 3 thread counts); D 45 s; E 40 s; F 30 s; report 10 s: about 480 s.
-# One call of 600 s (BUDGET 540) holds it when nothing hangs; steps that no
-# longer fit are skipped and said so. Or split it over two calls:
-#   PART=1: GPU suite, A, B, D (about 270 s)
-#   PART=2: C, E, F (about 230 s; SUITE=0 is implied)
+# Measured on nvidia-h200-x2 at 18:13 (85065d7, PART=1): build 7 s, GPU
+# suite 13 s, A 119 s cut at its limit just before its last ceiling (8 GiB
+# generated in 5 s; KvikIO's legs 23 s; each cold pass of 8 GiB 5-7 s: 4
+# ceiling shapes, cuFile sync and stream x2, OpenDS sync and stream x2, the
+# best shape again), B >60 s (KvikIO's imagenetish legs 41 s, then ~17 cold
+# passes of ~2-3 s: expect ~100 s), D 54 s. Estimated: A 125 s, B 100 s,
+# C 120 s (writes of 4 GiB by each way, KvikIO at 3 thread counts), E 40 s,
+# F 30 s: about 8.5 minutes in all, more than one call of 600 s holds; one
+# call runs the steps in order and skips those that no longer fit. Split:
+#   PART=1: GPU suite, A, B, D (about 300 s)
+#   PART=2: C, E, F (about 200 s; SUITE=0 is implied)
 # Both write <date>-<machine>-<commit>/ with records-partN.csv,
 # raw/command-partN.txt and raw/logs-partN.tar.gz, so the two halves copied
 # into one folder do not collide; bench/report reads every records*.csv of
@@ -185,23 +185,26 @@ bench() {
 	echo "opends-bench rc $rc ($what; $(elapsed) s in)$([ "$rc" = 3 ] && echo ": a leg hung, see HUNG above")$([ "$rc" = 124 ] && echo ": stopped at its limit")"
 }
 
-# A, B: the regression legs of issues 14/17/18; C: the callers (17, 19)
+# A, B: the regression legs of issues 14/17/18; C: the callers (17, 19).
+# The reserves are the later steps' share of this call: PART=1 holds A, B,
+# D; PART=2 holds C, E, F; one call holds all (and skips what no longer fits).
+one() { [ "$part" = "$1" ] && echo "$2" || echo "$3"; }
 if in_part 1; then
 	big=${BIGDS:-filesize8gib}
-	bench "A: $big sync+stream cold+hot, ceilings, cuFile, KvikIO" 170 250 \
+	bench "A: $big sync+stream cold+hot, ceilings, cuFile, KvikIO" 180 "$(one 1 150 250)" \
 		--datasets "$big" --legs "$big:sync:*,$big:stream:*" --callers none
 	# an unregistered stream leg hung (its command ended): the registered
 	# ones (stream:7, issue 18) did not run; they get a command of their own
 	# with their ceilings (KvikIO's rows are in already: it runs first)
 	if [ "${bench_rc:-0}" = 3 ] && grep -q "HUNG: '$big stream " "$LOGS/opends-bench.log"; then
-		BENCH_KV=0 bench "A2: $big stream:7 cold+hot after the hung stream leg" 100 300 \
+		BENCH_KV=0 bench "A2: $big stream:7 cold+hot after the hung stream leg" 100 "$(one 1 160 300)" \
 			--datasets "$big" --legs "$big:stream:*" --callers none --stream-flags 7
 	fi
-	bench "B: imagenetish every mode cold+hot, ceilings, cuFile, KvikIO" 130 190 \
+	bench "B: imagenetish every mode cold+hot, ceilings, cuFile, KvikIO" 140 "$(one 1 60 180)" \
 		--datasets imagenetish --legs "imagenetish:*:*" --callers none
 fi
 if in_part 2; then
-	bench "C: caller legs, ceilings, posix, cuFile, KvikIO" 160 "$([ -z "$part" ] && echo 110 || echo 80)" \
+	bench "C: caller legs, ceilings, posix, cuFile, KvikIO" 180 "$(one 2 75 100)" \
 		--datasets none --callers all
 fi
 

@@ -138,68 +138,62 @@ static void pread_config(const struct dataset *ds, const unsigned *order, bool d
 /* ---- one thread, one deep io_uring -------------------------------------- */
 
 #ifdef BENCH_HAVE_URING
-static void uring_config(const struct dataset *ds, const unsigned *order, bool direct, unsigned qd, size_t block,
-			 struct leg_result *r)
+/* threads x one io_uring each, qd reads of block bytes in flight per ring,
+ * the chunks of the files in the legs' order handed out in turn: what the
+ * library's io_uring backend does (8 workers x 16 chunks of 1 MiB), and
+ * with one thread the deep-queue shape of the async and batch legs. */
+struct uring_ctx {
+	const struct dataset *ds;
+	struct pread_item *chunks;
+	unsigned nchunks, qd;
+	bool direct;
+	size_t block;
+	atomic_uint next;
+	atomic_uint_fast64_t bytes;
+	atomic_int err;
+};
+
+static void *uring_worker(void *arg)
 {
+	struct uring_ctx *c = arg;
 	struct io_uring ring;
-	memset(r, 0, sizeof(*r));
-	snprintf(r->config, sizeof(r->config), "io_uring%s 1 thread, %u x %zu KiB in flight%s", direct ? " O_DIRECT" : "",
-		 qd, block >> 10, order ? ", leg order" : "");
-	if (io_uring_queue_init(qd, &ring, 0)) {
-		r->error = -ENOSYS;
-		return;
-	}
 	char *slots = NULL;
-	int *fds = calloc(ds->nfiles, sizeof(int));
-	unsigned *pending = calloc(ds->nfiles, sizeof(unsigned));
-	if (posix_memalign((void **)&slots, 4096, (size_t)qd * block) || !fds || !pending) {
-		r->error = -ENOMEM;
-		goto out;
+	int *fds = calloc(c->qd, sizeof(int));
+	unsigned *free_slots = calloc(c->qd, sizeof(unsigned)), nfree = c->qd, inflight = 0;
+	if (!fds || !free_slots || posix_memalign((void **)&slots, 4096, (size_t)c->qd * c->block) ||
+	    io_uring_queue_init(c->qd, &ring, 0)) {
+		atomic_store(&c->err, -ENOMEM);
+		free(fds), free(free_slots), free(slots);
+		return NULL;
 	}
-	unsigned *free_slots = malloc(qd * sizeof(unsigned)), nfree = qd;
-	if (!free_slots) {
-		r->error = -ENOMEM;
-		goto out;
-	}
-	for (unsigned i = 0; i < qd; i++)
+	for (unsigned i = 0; i < c->qd; i++)
 		free_slots[i] = i;
-	double c0 = cpu_now();
-	uint64_t t0 = st_now_ns();
-	unsigned file = 0, inflight = 0;
-	uint64_t off = 0;
-	bool opened = false;
-	while (file < ds->nfiles || inflight) {
-		/* fill the queue with the next blocks in file order */
-		if (file < ds->nfiles && st_expired()) {
-			r->error = -ETIMEDOUT;
-			file = ds->nfiles; /* drain what is in flight, then stop */
-		}
-		while (nfree && file < ds->nfiles) {
-			const struct ds_file *f = &ds->files[order ? order[file] : file];
-			if (!opened) {
-				fds[file] = open_ro(f->path, direct);
-				if (fds[file] < 0) {
-					r->error = -errno;
-					file = ds->nfiles;
-					break;
-				}
-				opened = true;
+	bool more = true;
+	while (more || inflight) {
+		while (more && nfree) {
+			unsigned k = atomic_fetch_add(&c->next, 1);
+			if (k >= c->nchunks || atomic_load(&c->err) || st_expired()) {
+				if (k < c->nchunks && !atomic_load(&c->err))
+					atomic_store(&c->err, -ETIMEDOUT);
+				more = false;
+				break;
 			}
-			uint64_t left = f->size - off;
-			size_t len = left < block ? (size_t)((left + 4095) & ~4095ull) : block;
+			const struct pread_item *it = &c->chunks[k];
 			unsigned s = free_slots[--nfree];
-			struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
-			io_uring_prep_read(sqe, fds[file], slots + (size_t)s * block, (unsigned)len, off);
-			io_uring_sqe_set_data64(sqe, ((uint64_t)file << 32) | s);
-			pending[file]++;
-			inflight++;
-			off += len;
-			if (off >= f->size) {
-				file++;
-				off = 0;
-				opened = false;
+			if ((fds[s] = open_ro(c->ds->files[it->file].path, c->direct)) < 0) {
+				atomic_store(&c->err, -errno);
+				free_slots[nfree++] = s;
+				more = false;
+				break;
 			}
+			struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+			io_uring_prep_read(sqe, fds[s], slots + (size_t)s * c->block, (unsigned)((it->len + 4095) & ~4095ull),
+					   it->off);
+			io_uring_sqe_set_data64(sqe, s);
+			inflight++;
 		}
+		if (!inflight)
+			break;
 		io_uring_submit(&ring);
 		struct io_uring_cqe *cqe;
 		if (io_uring_wait_cqe(&ring, &cqe))
@@ -207,29 +201,54 @@ static void uring_config(const struct dataset *ds, const unsigned *order, bool d
 		unsigned head, seen = 0;
 		io_uring_for_each_cqe(&ring, head, cqe)
 		{
-			uint64_t d = io_uring_cqe_get_data64(cqe);
-			unsigned fi = (unsigned)(d >> 32), s = (unsigned)d;
-			if (cqe->res < 0 && !r->error)
-				r->error = cqe->res;
-			else if (cqe->res > 0)
-				r->bytes += (uint64_t)cqe->res;
+			unsigned s = (unsigned)io_uring_cqe_get_data64(cqe);
+			if (cqe->res < 0)
+				atomic_store(&c->err, cqe->res);
+			else
+				atomic_fetch_add(&c->bytes, (uint64_t)cqe->res);
+			close(fds[s]);
 			free_slots[nfree++] = s;
 			inflight--;
-			if (--pending[fi] == 0 && (fi < file || (fi == file && !opened)))
-				close(fds[fi]);
 			seen++;
 		}
 		io_uring_cq_advance(&ring, seen);
 	}
+	io_uring_queue_exit(&ring);
+	free(fds), free(free_slots), free(slots);
+	return NULL;
+}
+
+static void uring_config(const struct dataset *ds, const unsigned *order, bool direct, unsigned threads, unsigned qd,
+			 size_t block, struct leg_result *r)
+{
+	struct uring_ctx c = { .ds = ds, .qd = qd, .direct = direct, .block = block };
+	memset(r, 0, sizeof(*r));
+	snprintf(r->config, sizeof(r->config), "io_uring%s %u thread%s, %u x %zu KiB in flight%s, leg order",
+		 direct ? " O_DIRECT" : "", threads, threads > 1 ? "s" : "", qd, block >> 10,
+		 threads > 1 ? " each" : "");
+	uint64_t n = 0;
+	for (unsigned f = 0; f < ds->nfiles; f++)
+		n += (ds->files[f].size + block - 1) / block;
+	c.chunks = malloc((n ? n : 1) * sizeof(*c.chunks));
+	if (!c.chunks) {
+		r->error = -ENOMEM;
+		return;
+	}
+	for (unsigned k = 0; k < ds->nfiles; k++) {
+		unsigned f = order ? order[k] : k;
+		for (uint64_t off = 0; off < ds->files[f].size; off += block)
+			c.chunks[c.nchunks++] = (struct pread_item){ f, off,
+								     ds->files[f].size - off < block ? ds->files[f].size - off : block };
+	}
+	double c0 = cpu_now();
+	uint64_t t0 = st_now_ns();
+	st_run_threads(threads, uring_worker, &c, 0);
 	r->seconds = st_seconds(t0, st_now_ns());
 	r->cpu_s = cpu_now() - c0;
+	r->bytes = atomic_load(&c.bytes);
 	r->files = ds->nfiles;
-	free(free_slots);
-out:
-	free(slots);
-	free(fds);
-	free(pending);
-	io_uring_queue_exit(&ring);
+	r->error = atomic_load(&c.err);
+	free(c.chunks);
 }
 #endif
 
@@ -237,30 +256,33 @@ unsigned ceiling_shapes(const struct dataset *ds, unsigned threads, struct disk_
 {
 	unsigned n = 0;
 	bool large = ds->max_size >= (64u << 20); /* each cold pass of 8 GiB costs 5-8 s: fewer shapes */
-#define SHAPE(u, w, b)                                                          \
-	do {                                                                    \
-		if (n < max)                                                    \
-			out[n++] = (struct disk_shape){ (u), (w), (size_t)(b) }; \
+#define SHAPE(u, w, b, q)                                                            \
+	do {                                                                         \
+		if (n < max)                                                         \
+			out[n++] = (struct disk_shape){ (u), (w), (size_t)(b), (q) }; \
 	} while (0)
 	/* threads x pread, the sync legs' shape; 4 MiB blocks only for files
 	 * between 1 and 64 MiB (smaller: both block sizes read the same) */
-	SHAPE(false, threads, 1u << 20);
+	SHAPE(false, threads, 1u << 20, 1);
 	if (ds->max_size > (1u << 20) && !large)
-		SHAPE(false, threads, 4u << 20);
+		SHAPE(false, threads, 4u << 20, 1);
 	/* one thread reading 16 MiB at a time, as cuFile's compatibility mode
 	 * reads a large file (it beat the pread shapes by 19-28 % on the
 	 * H200's virtio disk) */
 	if (large)
-		SHAPE(false, 1, 16u << 20);
+		SHAPE(false, 1, 16u << 20, 1);
 #ifdef BENCH_HAVE_URING
-	/* deep queues, the library's shape: its io_uring backend keeps up to
-	 * 8 workers x 16 chunks of 1 MiB in flight, and on a061cd5 its cold
-	 * 8 GiB read beat every shape above by 52 % (virtio wants depth) */
-	if (!large)
-		SHAPE(true, 32, 1u << 20);
-	SHAPE(true, 128, 1u << 20);
-	if (large)
-		SHAPE(true, 16, 16u << 20); /* large requests, deep */
+	/* the library's own shape: its io_uring backend keeps 8 workers x 16
+	 * chunks of 1 MiB in flight (on the H200 its cold 8 GiB read beat one
+	 * deep ring by 40 % and every pread shape by 24 %: virtio wants depth
+	 * from several queues); and one deep ring, the async/batch legs' shape
+	 * (128 small files in flight, else 32 chunks; 16 of 16 MiB for large
+	 * files) */
+	SHAPE(true, 8, 1u << 20, 16);
+	if (!large) /* (on the 8 GiB file it read 12 % below the one above) */
+		SHAPE(true, 1, 1u << 20, ds->max_size < (1u << 20) ? 128 : 32);
+	else
+		SHAPE(true, 1, 16u << 20, 16);
 #endif
 #undef SHAPE
 	return n;
@@ -271,7 +293,7 @@ void ceiling_shape_run(const struct dataset *ds, const unsigned *order, bool dir
 {
 #ifdef BENCH_HAVE_URING
 	if (sh->uring) {
-		uring_config(ds, order, direct, sh->width, sh->block, r);
+		uring_config(ds, order, direct, sh->width, sh->qd, sh->block, r);
 		return;
 	}
 #endif

@@ -23,13 +23,14 @@ struct leg_result {
 /* ceiling-disk: host-memory reads over the dataset's files in the legs'
  * order (order: file indexes, NULL for creation order), direct when cold,
  * buffered when hot, in several shapes, the best of which is the ceiling:
- * threads x pread (the sync legs' shape), one thread with a deep io_uring
- * (the async/batch legs' shape and the library's own: up to 128 x 1 MiB in
- * flight), and for large files 16 MiB requests. */
+ * threads x pread (the sync legs' shape), 8 threads x io_uring 16 x 1 MiB
+ * (the library's own), one deep io_uring (the async/batch legs' shape), and
+ * for large files 16 MiB requests. */
 struct disk_shape {
-	bool uring;     /* one thread, an io_uring of width entries; else width threads x pread */
+	bool uring;     /* width threads, each an io_uring with qd reads in flight; else width threads x pread */
 	unsigned width;
 	size_t block;
+	unsigned qd;
 };
 unsigned ceiling_shapes(const struct dataset *ds, unsigned threads, struct disk_shape *out, unsigned max);
 void ceiling_shape_run(const struct dataset *ds, const unsigned *order, bool direct, const struct disk_shape *sh,

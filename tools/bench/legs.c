@@ -540,10 +540,9 @@ static void record_shape(const struct dataset *ds, bool cold, const struct disk_
 {
 	struct rec k = { ds->spec->name, "sync", "ceiling-disk", cold ? "cold" : "hot", "host", sh->width, 0,
 			 sh->block, 0 };
-	if (sh->uring) { /* the deep queue: the async/batch legs' shape */
+	if (sh->uring) { /* deep queues: the async/batch legs' shape, and the library's */
 		k.mode = "batch";
-		k.threads = 1;
-		k.conc = sh->width;
+		k.conc = sh->width * sh->qd;
 	}
 	config_wrap(r, "", after ? "; after the legs" : "; before the legs");
 	record(&k, r);
