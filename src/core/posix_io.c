@@ -143,12 +143,14 @@ static ssize_t refill(struct ods_io *io, char *buf, size_t from, size_t to, off_
 	return (ssize_t)to;
 }
 
-/* The block-aligned middle of a read on the caller's direct fd. A read
- * that ends inside a block is short (FUSE), or met an EOF that a
- * truncation moved after the caller's size check, where the device has
- * written the whole block into buf although the read returns fewer bytes:
- * the rest of that block is refilled either way, and the reading goes on
- * from the next block (a short read is not EOF; a 0 is). */
+/* The block-aligned middle of a read on the caller's direct fd (inside
+ * the file when the call began). A direct read that comes back short has
+ * met an EOF that a truncation moved since, or a file system that returns
+ * short counts (FUSE); the kernel may then have written more of buf than
+ * it counts: the rest of the block holding the new EOF, and (iomap) zeros
+ * over the hole the truncation left, up to the end of the request. So the
+ * whole rest is refilled through the buffered path and counted. A read
+ * that returns 0 wrote nothing. */
 static ssize_t direct_read(struct ods_io *io, char *buf, size_t size, off_t off)
 {
 	size_t done = 0;
@@ -161,13 +163,8 @@ static ssize_t direct_read(struct ods_io *io, char *buf, size_t size, off_t off)
 		if (r == 0)
 			break;
 		done += (size_t)r;
-		if (done & (ODS_ALIGN - 1)) {
-			size_t end = (done | (ODS_ALIGN - 1)) + 1;
-			ssize_t f = refill(io, buf, done, end < size ? end : size, off);
-			if (f < 0)
-				return f;
-			done = (size_t)f;
-		}
+		if (done < size)
+			return refill(io, buf, done, size, off);
 	}
 	return (ssize_t)done;
 }

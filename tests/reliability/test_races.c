@@ -23,12 +23,13 @@
  *                  deregisters hundreds of ranges below it, moving and
  *                  reallocating the registry (item 9: the refusal read the
  *                  registry after unlocking it; ThreadSanitizer reports it).
- *   trunc_direct   one thread cuts a file to 60 KiB + 96 and extends it back
- *                  to 64 KiB, over and over, while another reads 64 KiB
+ *   trunc_direct   one thread cuts a file to 60 KiB + 96 or 8 KiB + 96 and
+ *                  extends it back to 64 KiB, over and over, while another reads 64 KiB
  *                  through an O_DIRECT fd (sync and async) into memory
  *                  filled with a canary (item 10: a direct read that met
  *                  the moved EOF inside a block returned 96 bytes of it
- *                  but the device had written the whole block). Every
+ *                  but the device had written the whole block, and the
+ *                  kernel zeroes the hole a cut leaves past EOF). Every
  *                  returned byte is the file's or a zero of the extension;
  *                  no byte past the returned count is written.
  *
@@ -389,14 +390,15 @@ static void case_buf_register(double seconds)
 
 #define TD_SIZE (64u << 10)
 #define TD_CUT (TD_SIZE - 4000u)
+#define TD_CUT2 (8192u + 96u) /* far below the end: the cut leaves a hole of blocks */
 static atomic_bool td_stop;
 static char td_path[PATH_MAX + 32];
 
 static void *td_cutter(void *arg)
 {
 	int f = *(int *)arg;
-	while (!atomic_load(&td_stop))
-		if (ftruncate(f, TD_CUT) || ftruncate(f, TD_SIZE))
+	for (unsigned i = 0; !atomic_load(&td_stop); i++)
+		if (ftruncate(f, i % 2 ? TD_CUT2 : TD_CUT) || ftruncate(f, TD_SIZE))
 			R_FAIL("ftruncate: %s", strerror(errno));
 	return NULL;
 }
@@ -429,9 +431,9 @@ static void case_trunc_direct(double seconds)
 			R_TRY(opends_async_read(h, mem, TD_SIZE, 0, 0, &f));
 			r = opends_async_await(&f);
 		}
-		R_CHECK(r >= (ssize_t)TD_CUT && r <= (ssize_t)TD_SIZE, "read %lu returned %zd", reads, r);
+		R_CHECK(r >= (ssize_t)TD_CUT2 && r <= (ssize_t)TD_SIZE, "read %lu returned %zd", reads, r);
 		for (size_t i = 0; i < (size_t)r; i++)
-			R_CHECK(mem[i] == r_pat(5, i) || (i >= TD_CUT && mem[i] == 0),
+			R_CHECK(mem[i] == r_pat(5, i) || (i >= TD_CUT2 && mem[i] == 0),
 				"read %lu: byte %zu is 0x%02x, neither the file's nor 0", reads, i, mem[i]);
 		for (size_t i = (size_t)r; i < TD_SIZE + 8192; i++)
 			R_CHECK(mem[i] == 0xcc, "read %lu returned %zd but wrote byte %zu of the buffer", reads, r, i);

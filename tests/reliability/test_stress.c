@@ -191,8 +191,8 @@ static void *trunc_reader(void *arg)
 		memset(mem, 0xcc, 2 * MAXOP + 8192);
 		/* every family, through either fd */
 		enum r_family f = (enum r_family)(r_rand(&seed) % R_NFAMILIES);
-		struct r_op op = { .fh = h[r_rand(&seed) % 2], .opcode = OPENDS_READ, .buf = mem + moff, .size = sz,
-				   .off = off };
+		int which = (int)(r_rand(&seed) % 2);
+		struct r_op op = { .fh = h[which], .opcode = OPENDS_READ, .buf = mem + moff, .size = sz, .off = off };
 		r_run_ops(f, &op, 1);
 		ssize_t r = op.result;
 		if (r < 0 || (size_t)r > sz)
@@ -204,8 +204,10 @@ static void *trunc_reader(void *arg)
 				       "nor 0", r_family_name[f], sz, (long long)off, i, mem[moff + i]);
 		for (size_t i = 0; i < 2 * MAXOP + 8192; i++)
 			if ((i < moff || i >= moff + (size_t)r) && mem[i] != 0xcc)
-				R_FAIL("truncated file: %s read of %zu at %lld returned %zd but wrote byte %lld of "
-				       "the buffer", r_family_name[f], sz, (long long)off, r, (long long)i - (long long)moff);
+				R_FAIL("truncated file: %s read of %zu at %lld through the %s fd returned %zd but wrote "
+				       "byte %lld of the buffer (0x%02x; the file now has %lld bytes)",
+				       r_family_name[f], sz, (long long)off, which && fd[1] != fd[0] ? "O_DIRECT" : "buffered",
+				       r, (long long)i - (long long)moff, mem[i], (long long)lseek(fd[0], 0, SEEK_END));
 		atomic_fetch_add(&trunc_reads, 1);
 	}
 	park_leave();
