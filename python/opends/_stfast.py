@@ -69,22 +69,21 @@ def table(hdr: Dict[str, Any], bits_of: Dict[str, int], data_len: int) -> Option
         begins = list(map(_get(0), offs))
         ends = list(map(_get(1), offs))
         # bool is not int here: type() is exact, as the per-entry checks
-        if set(map(type, begins)) != {int} or set(map(type, ends)) != {int}:
+        if set(map(type, _chain((begins, ends)))) != {int}:
             return None
         dims = set(map(type, _chain(shapes)))
         if dims - {int} or (dims and min(_chain(shapes)) < 0):
             return None
-        bits = list(map(bits_of.get, dtypes))  # an unhashable dtype raises TypeError
-        if None in bits:
-            return None
+        bits = list(map(bits_of.__getitem__, dtypes))  # KeyError: unknown; TypeError: unhashable
         sizes = list(map(_sub, ends, begins))
-        if min(begins) < 0 or min(sizes) < 0 or max(ends) > data_len:
+        # in file order and not overlapping (then begins[0] is the least
+        # begin and ends[-1] the greatest end); empty tensors anywhere else,
+        # and any other order, go to the per-entry checks, which sort
+        if begins[0] < 0 or min(sizes) < 0 or ends[-1] > data_len:
+            return None
+        if not all(map(_ge, itertools.islice(begins, 1, None), ends)):
             return None
         if list(map(_mul, map(math.prod, shapes), bits)) != list(map(_mul, sizes, _repeat(8))):
-            return None
-        # in file order and not overlapping; empty tensors anywhere else
-        # (and any other order) go to the per-entry check, which sorts
-        if not all(map(_ge, itertools.islice(begins, 1, None), ends)):
             return None
     except (KeyError, TypeError, IndexError):
         return None
