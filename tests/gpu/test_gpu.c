@@ -21,6 +21,7 @@
 #include <pthread.h>
 
 #include "../common.h"
+#include "crash_trace.h"
 #include "cuda_api.h"
 
 #define CU(call)                                                                       \
@@ -386,6 +387,7 @@ static void devices(void)
 int main(void)
 {
 	t_watchdog(240);
+	t_crash_trace();
 	load_cuda();
 	if (!getenv("OPENDS_ACCEL"))
 		setenv("OPENDS_ACCEL", "cuda", 1);

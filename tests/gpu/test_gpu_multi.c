@@ -18,6 +18,7 @@
 #include <pthread.h>
 
 #include "../common.h"
+#include "crash_trace.h"
 #include "cuda_api.h"
 
 #define CU(call)                                                                                  \
@@ -407,6 +408,7 @@ static void fanout(opends_handle_t fh)
 int main(void)
 {
 	t_watchdog(280);
+	t_crash_trace();
 	load_cuda();
 	if (!getenv("OPENDS_ACCEL"))
 		setenv("OPENDS_ACCEL", "cuda", 1);
