@@ -5,7 +5,8 @@
  * name their own functions; the library's hidden ones show as
  * libopends.so.0(+offset), for addr2line -f -e build-gpu/src/libopends.so.0),
  * then the signal's default action, so the exit status stays a crash.
- * Include after common.h; call t_crash_trace() first in main.
+ * Include after common.h; call t_crash_trace() after t_watchdog() in main
+ * (it replaces common.h's t_crash_fire, which names the phase only).
  */
 #ifndef ODS_TEST_CRASH_TRACE_H
 #define ODS_TEST_CRASH_TRACE_H
@@ -13,7 +14,7 @@
 #include <execinfo.h>
 #include <signal.h>
 
-static void t_crash_fire(int sig)
+static void t_crash_trace_fire(int sig)
 {
 	static const char m[] = "\nFAIL: crashed by signal ";
 	char num[4] = { (char)('0' + sig / 10 % 10), (char)('0' + sig % 10), '\n', 0 };
@@ -35,7 +36,7 @@ static inline void t_crash_trace(void)
 	backtrace(warm, 1); /* loads libgcc's unwinder now, not in the handler */
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = t_crash_fire;
+	sa.sa_handler = t_crash_trace_fire;
 	sa.sa_flags = SA_RESETHAND;
 	sigaction(SIGSEGV, &sa, NULL);
 	sigaction(SIGBUS, &sa, NULL);
