@@ -128,19 +128,22 @@ def views_torch(torch, buf, tab: Table, idx: List[int], dt, isz: int, shape_of) 
     as_strided + unbind; otherwise one as_strided each, shape and all."""
     n = buf.numel() - buf.numel() % isz
     typed = buf[:n].view(dt) if dt != torch.uint8 else buf[:n]
-    b = list(map(isz.__rfloordiv__, map(tab.begins.__getitem__, idx)))
-    e = list(map(isz.__rfloordiv__, map(tab.ends.__getitem__, idx)))
-    shapes = list(map(tab.shapes.__getitem__, idx))
+    whole = len(idx) == len(tab.begins)  # idx is range(len): no indirection
+    b = tab.begins if whole and isz == 1 else list(map(isz.__rfloordiv__, map(tab.begins.__getitem__, idx)))
+    shapes = tab.shapes if whole else list(map(tab.shapes.__getitem__, idx))
     if shape_of is not None:
         shapes = list(map(shape_of, map(tab.names.__getitem__, idx), shapes))
-    numel = list(map(_sub, e, b))
-    not_1d = list(_compress(range(len(idx)), map((1).__ne__, map(len, shapes))))
-    if b[0] == 0 and b[1:] == e[:-1] and len(not_1d) * 4 <= len(idx):
-        tail = n // isz - e[-1]
-        vs = list(typed.split_with_sizes(numel + [tail] if tail else numel)[: len(idx)])
-        for k in not_1d:
-            vs[k] = vs[k].view(shapes[k])
-        return vs
+    e0 = tab.ends[idx[0]] // isz
+    if b[0] == 0 and (len(b) == 1 or b[1] == e0):  # maybe back to back: the split
+        e = tab.ends if whole and isz == 1 else list(map(isz.__rfloordiv__, map(tab.ends.__getitem__, idx)))
+        not_1d = list(_compress(range(len(idx)), map((1).__ne__, map(len, shapes))))
+        if b[1:] == e[:-1] and len(not_1d) * 4 <= len(idx):
+            numel = list(map(_sub, e, b))
+            tail = n // isz - e[-1]
+            vs = list(typed.split_with_sizes(numel + [tail] if tail else numel)[: len(idx)])
+            for k in not_1d:
+                vs[k] = vs[k].view(shapes[k])
+            return vs
     shapes_t = list(map(tuple, shapes))
     kinds = set(shapes_t)
     strides = {s: _strides(s) for s in kinds}

@@ -309,3 +309,24 @@ def test_list_route_refuses_what_the_entry_checks_refuse():
     ]
     for h in bad:
         assert _stfast.table(h, ost._BITS, 12 if "b" in h else 8) is None, h
+
+
+@pytest.mark.parametrize("dt", ["U8", "F32"])
+@pytest.mark.parametrize("shapes", ["1d", "mixed", "2d"])
+def test_one_dtype_back_to_back(tmp_path, dt, shapes):
+    """One dtype, tensors back to back: one split (mostly 1-D) or shapes
+    evenly spaced / not; both frameworks, byte for byte."""
+    pick = {"1d": lambda i: (i % 7 + 1,), "mixed": lambda i: (i % 7 + 1,) if i % 5 else (2, i % 3 + 1),
+            "2d": lambda i: (2, i % 3 + 1) if i % 2 else (4, 4)}[shapes]  # fmt: skip
+    ts = {"t%03d" % i: (dt, pick(i), sample(dt, pick(i), i).tobytes()) for i in range(100)}
+    p = tmp_path / "one.safetensors"
+    write_safetensors(p, ts)
+    got = ost.load_file(str(p), framework="numpy")
+    for k, (_, shape, raw) in ts.items():
+        assert got[k].shape == shape and got[k].tobytes() == raw, k
+    torch = pytest.importorskip("torch")
+    got = ost.load_file(str(p), framework="torch")
+    for k, (_, shape, raw) in ts.items():
+        t = got[k]
+        assert tuple(t.shape) == shape and t.is_contiguous(), k
+        assert t.reshape(-1).view(torch.uint8).numpy().tobytes() == raw, k
