@@ -108,6 +108,11 @@ def test_safetensors_from_a_rados_object(tmp_path):
         assert sorted(got) == sorted(ref)
         for k, v in ref.items():
             assert got[k].dtype == v.dtype and got[k].shape == v.shape and got[k].tobytes() == v.tobytes(), k
+    with ost.safe_open(url, framework="np") as sf:  # lazy, and a subset
+        assert sf.keys() == sorted(ref)
+        assert sf.get_tensor("w03").tobytes() == ref["w03"].tobytes()
+    sub = ost.load_file(url, framework="numpy", keys=["w01", "w39"])
+    assert sorted(sub) == ["w01", "w39"] and sub["w39"].tobytes() == ref["w39"].tobytes()
     # an object cut short: the missing tensor bytes are an error, not zeros
     short = _url("py-st-short-%s" % uuid.uuid4().hex)
     with opends.File(short, "r+") as f:
