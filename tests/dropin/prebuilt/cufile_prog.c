@@ -507,6 +507,22 @@ int main(int argc, char **argv)
 			usleep(1000);
 		printf("= read_async_write_only_fd_bytes_read %zd\n", __atomic_load_n(&aret, __ATOMIC_ACQUIRE));
 	}
+#ifdef PROG_CUDA
+	if (device) {
+		/* the same on a stream of the program's own, registered, as
+		 * KvikIO calls it (device memory only: GPU runs) */
+		CUstream st;
+		CU_OK(cuStreamCreate(&st, CU_STREAM_NON_BLOCKING));
+		printf("= stream_register %d\n", (int)cuFileStreamRegister(st, 0).err);
+		aret = -12345;
+		e = cuFileReadAsync(wfh, buf, &asz, &afoff, &aboff, &aret, st);
+		printf("= read_async_write_only_fd_stream %d\n", (int)e.err);
+		CU_OK(cuStreamSynchronize(st));
+		printf("= read_async_write_only_fd_stream_bytes_read %zd\n", aret);
+		printf("= stream_deregister %d\n", (int)cuFileStreamDeregister(st).err);
+		CU_OK(cuStreamDestroy(st));
+	}
+#endif
 	cuFileHandleDeregister(wfh);
 	close(wfd);
 	uint8_t *back = malloc(65536);
