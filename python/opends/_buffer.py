@@ -51,7 +51,7 @@ class BufferRef:
     """A pinned view of a caller's buffer: ``ptr`` (int address), ``nbytes``,
     ``device`` (True for CUDA memory), ``readonly``, ``device_index`` (the
     CUDA device's ordinal where the object says it: torch's cuda:N, DLPack's
-    device_id; else None). ``release()`` drops the export; it is also
+    device_id, CuPy's device.id; else None). ``release()`` drops the export; it is also
     dropped when the object is collected."""
 
     __slots__ = ("ptr", "nbytes", "device", "readonly", "obj", "_view", "device_index")
@@ -124,7 +124,9 @@ def _from_interface(obj, iface, device, writable, what):
         ptr, readonly = int(data[0] or 0), bool(data[1])
         if writable and readonly:
             raise TypeError("%s: cannot read into a read-only array" % what)
-        return BufferRef(ptr, nbytes, device, readonly, obj)
+        # CuPy (and Numba's) arrays name their device: .device.id
+        dev = getattr(getattr(obj, "device", None), "id", None) if device else None
+        return BufferRef(ptr, nbytes, device, readonly, obj, None, dev if type(dev) is int else None)
     if device:
         raise TypeError("%s: __cuda_array_interface__ without a data pointer" % what)
     # data is None (use obj's buffer) or a buffer object, plus 'offset'

@@ -80,13 +80,17 @@ def test_torch_stream(tmp_path):
 
 def test_cupy_roundtrip(tmp_path):
     cp = pytest.importorskip("cupy")
-    a = cp.arange(1_000_003, dtype=cp.float32)
     p = str(tmp_path / "c.bin")
-    with opends.File(p, "w+") as f:
-        assert f.write(a) == a.nbytes
-        b = cp.zeros_like(a)
-        assert f.read(b) == a.nbytes
-    assert bool((a == b).all())
+    for i in range(cp.cuda.runtime.getDeviceCount()):  # every cuda:N
+        with cp.cuda.Device(i):
+            a = cp.arange(1_000_003, dtype=cp.float32) * (i + 1)
+            b = cp.zeros_like(a)
+        assert opends.get_buffer(a, True).device_index == i
+        with opends.File(p, "w+") as f:
+            assert f.write(a) == a.nbytes
+            assert f.read(b) == a.nbytes
+        with cp.cuda.Device(i):
+            assert bool((a == b).all()), i
 
 
 def test_safetensors_cuda_matches_reference(tmp_path):

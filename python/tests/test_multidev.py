@@ -178,3 +178,24 @@ def test_load_file_on_two_devices(two_devices, mem, tmp_path, monkeypatch):
         ost.load_file(str(p), device=["hostdev:0"], framework="numpy", keys=["nope"])
     with pytest.raises(ValueError, match="1 to 64"):
         ost.load_file(str(p), device=[], framework="numpy")
+
+
+def test_device_index_from_cuda_array_interface():
+    """An object with __cuda_array_interface__ and CuPy's device.id says
+    which device it is on; one without says nothing (the library finds the
+    device from the pointer either way)."""
+
+    class Dev:
+        def __init__(self, i):
+            self.id = i
+
+    class CAI:
+        def __init__(self, dev):
+            self.__cuda_array_interface__ = {"shape": (4,), "typestr": "<f4", "data": (0x1000, False), "version": 3}
+            if dev is not None:
+                self.device = Dev(dev)
+
+    assert opends.get_buffer(CAI(1), True).device_index == 1
+    r = opends.get_buffer(CAI(None), True)
+    assert r.device and r.device_index is None and r.ptr == 0x1000 and r.nbytes == 16
+    assert opends.get_buffer(CAI("x"), True).device_index is None
