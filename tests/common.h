@@ -20,6 +20,7 @@
 #include <opends.h>
 
 #include <dirent.h>
+#include <execinfo.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -226,6 +227,9 @@ static inline void t_crash_fire(int sig)
 	const char *p = t_phase;
 	if (write(2, m, sizeof m - 1) < 0 || write(2, p, strlen(p)) < 0 || write(2, "\n", 1) < 0) {
 	}
+	/* where: library + offset per frame (addr2line -e LIB OFFSET) */
+	void *frames[48];
+	backtrace_symbols_fd(frames, backtrace(frames, 48), 2);
 	signal(sig, SIG_DFL);
 	raise(sig);
 }
@@ -233,6 +237,10 @@ static inline void t_crash_fire(int sig)
 static inline void t_watchdog(unsigned seconds)
 {
 	signal(SIGALRM, t_watchdog_fire);
+	/* output survives a crash: stdout line by line even into a pipe */
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	void *warm[1];
+	backtrace(warm, 1); /* loads libgcc now, not in the signal handler */
 	static const int fatal[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL };
 	for (size_t i = 0; i < sizeof fatal / sizeof *fatal; i++) {
 		struct sigaction old;

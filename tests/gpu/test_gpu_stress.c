@@ -287,6 +287,10 @@ static void run_group(struct worker *w, enum family f, enum skind sk, struct op 
 static void *work(void *arg)
 {
 	struct worker *w = arg;
+#ifdef ODS_GS_CUDA
+	if (cuda) /* the test's own copies need the context on this thread */
+		CU(ods_cu.cuCtxSetCurrent(primary));
+#endif
 	off_t base = (off_t)w->id * (off_t)REGION;
 	struct op ops[MAXK];
 	uint32_t gen = w->id * 1000003u;
