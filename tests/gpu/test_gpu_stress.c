@@ -3,8 +3,9 @@
  * OPS (600) random groups of operations on device memory, mixing every
  * family: synchronous, async, batch and stream-ordered reads and writes of
  * 1 B .. 2 MiB + 4 KiB at any alignment, on the default stream, the
- * default stream by its explicit handle, a stream of their own made by
- * the library (blocking) and one made by the caller (non-blocking). Every
+ * default stream by its explicit handle, a stream made by the library, and
+ * streams made by the caller, blocking (synchronizing with the legacy
+ * default stream) and non-blocking. Every
  * thread works on its own 8 MiB region of one shared file and checks every
  * read byte-exact against its model of the region, with the device bytes
  * around each target checked unchanged; at the end the whole file equals
@@ -47,8 +48,9 @@ static atomic_bool all_done;
 
 enum family { F_SYNC, F_ASYNC, F_BATCH, F_STREAM, NFAM };
 static const char *const fam_name[] = { "sync", "async", "batch", "stream" };
-enum skind { S_NULL, S_DEFAULT, S_OWN, S_CALLER, NSK };
-static const char *const sk_name[] = { "NULL", "default-handle", "own(library,blocking)", "caller(non-blocking)" };
+enum skind { S_NULL, S_DEFAULT, S_LIB, S_BLOCKING, S_NONBLOCKING, NSK };
+static const char *const sk_name[] = { "NULL", "default-handle", "library's", "caller's blocking",
+				       "caller's non-blocking" };
 
 /* ---- memory and copies: CUDA or hostdev ------------------------------------ */
 
@@ -148,7 +150,7 @@ struct worker {
 	uint8_t *model, *dev, *host; /* model: REGION; dev: MAXK slots; host: one slot */
 	opends_handle_t own_h;
 	int own_fd;
-	void *own_stream, *caller_stream;
+	void *own_stream, *blocking_stream, *caller_stream;
 	/* for the watchdog */
 	atomic_ulong done_groups;
 	_Atomic(const char *) what;
@@ -194,8 +196,10 @@ static void *stream_of(struct worker *w, enum skind k)
 		return NULL;
 	case S_DEFAULT:
 		return default_handle();
-	case S_OWN:
+	case S_LIB:
 		return w->own_stream;
+	case S_BLOCKING:
+		return w->blocking_stream;
 	default:
 		return w->caller_stream;
 	}
@@ -454,12 +458,17 @@ int main(int argc, char **argv)
 		OK(opends_stream_create(&w->own_stream));
 #ifdef ODS_GS_CUDA
 		if (cuda) {
-			CUstream s;
+			CUstream s, b;
 			CU(ods_cu.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+			CU(ods_cu.cuStreamCreate(&b, CU_STREAM_DEFAULT)); /* synchronizes with the legacy stream */
 			w->caller_stream = s;
+			w->blocking_stream = b;
 		} else
 #endif
+		{
 			OK(opends_stream_create(&w->caller_stream));
+			OK(opends_stream_create(&w->blocking_stream));
+		}
 		atomic_store(&w->what, "starting");
 	}
 	printf("OPENDS_GS_SEED=%llu; %u threads x %lu groups, %s memory, default stream %s\n",
@@ -490,11 +499,15 @@ int main(int argc, char **argv)
 		       "region %u of the file differs from its model at the end", i);
 		OK(opends_stream_destroy(w->own_stream));
 #ifdef ODS_GS_CUDA
-		if (cuda)
+		if (cuda) {
 			CU(ods_cu.cuStreamDestroy((CUstream)w->caller_stream));
-		else
+			CU(ods_cu.cuStreamDestroy((CUstream)w->blocking_stream));
+		} else
 #endif
+		{
 			OK(opends_stream_destroy(w->caller_stream));
+			OK(opends_stream_destroy(w->blocking_stream));
+		}
 		OK(opends_handle_deregister(w->own_h));
 		close(w->own_fd);
 		dev_free(w->dev);
