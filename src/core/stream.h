@@ -69,7 +69,8 @@ struct ods_task {
 };
 /* Start the dispatcher once (later calls do nothing): it runs posted
  * tasks and, between them, poll(): > 0 when a counter moved, 0 when none
- * did, < 0 when there is nothing to watch. 0 or an OPENDS_* code. */
+ * did, -1 when there is nothing to watch, -2 when none did and none can
+ * before something kicks (ods_dispatch_kick). 0 or an OPENDS_* code. */
 int ods_dispatch_start(int (*poll)(void));
 /* Queue a task (any thread, host functions included: never waits long). */
 void ods_dispatch_post(void *task);

@@ -463,9 +463,11 @@ static int poll_watch(void)
 	if (!watch)
 		return -1;
 	int moved = 0;
+	bool quiet = true; /* no counter can move before a piece ends (a kick) */
 	for (struct aop **pp = &watch; *pp;) {
 		struct aop *op = *pp;
 		if (atomic_load(&op->cut)) {
+			quiet = false;
 			if (cut_step(op)) {
 				*pp = op->wnext;
 				cut_end(op);
@@ -476,11 +478,15 @@ static int poll_watch(void)
 		}
 		uint32_t m = acc->counter_read(op->progress);
 		if (m == op->seen && op->begun) {
+			/* copies of ended pieces are on their way */
+			if (atomic_load(&op->finished) > m - op->base)
+				quiet = false;
 			pp = &op->wnext;
 			continue;
 		}
 		op->seen = m;
-		if (m < op->base) { /* not reached yet */
+		if (m < op->base) { /* not reached yet: the stream may get there any time */
+			quiet = false;
 			pp = &op->wnext;
 			continue;
 		}
@@ -499,7 +505,7 @@ static int poll_watch(void)
 		}
 		pp = &op->wnext;
 	}
-	return moved;
+	return moved ? 1 : quiet ? -2 : 0;
 }
 
 /* Queue what piece i needs before its file I/O starts: its gate and, for

@@ -19,6 +19,11 @@
 
 #define BACKOFF_MIN_NS 10000L  /* first wait after a round that moved nothing */
 #define BACKOFF_MAX_NS 200000L /* longest: how late a free slot may be seen */
+/* Nothing can move before a kick (a cold read between two pieces): the
+ * dispatcher naps this long, so that it does not wake 5 000 times a
+ * second for nothing; it only bounds a kick lost to the race between the
+ * poll and the nap. */
+#define QUIET_NS 2000000L
 
 static struct {
 	pthread_mutex_t lock;
@@ -77,7 +82,7 @@ static void *dispatcher(void *arg)
 		pthread_mutex_unlock(&disp.lock);
 		int moved = disp.poll();
 		pthread_mutex_lock(&disp.lock);
-		watching = moved >= 0;
+		watching = moved != -1;
 		if (!watching) {
 			if (disp.stop)
 				break; /* stopping, nothing in flight */
@@ -85,8 +90,9 @@ static void *dispatcher(void *arg)
 		}
 		if (disp.kicked)
 			delay_ns = 0, disp.kicked = false;
-		delay_ns = moved ? 0 : delay_ns ? (delay_ns * 2 < BACKOFF_MAX_NS ? delay_ns * 2 : BACKOFF_MAX_NS)
-					     : BACKOFF_MIN_NS;
+		delay_ns = moved > 0 ? 0 : moved == -2 ? QUIET_NS
+				 : delay_ns ? (delay_ns * 2 < BACKOFF_MAX_NS ? delay_ns * 2 : BACKOFF_MAX_NS)
+					    : BACKOFF_MIN_NS;
 		if (delay_ns && !disp.head) {
 			struct timespec ts;
 			clock_gettime(CLOCK_REALTIME, &ts);
