@@ -14,6 +14,9 @@
 #   E. the safetensors load (P7, python/bench_safetensors.py) and F. 20,000
 #      small tensors against one file (issue 22, python/bench_many_tensors.py),
 #      both as rows of records.csv;
+#   C2. when time is left: seq16m, rand4k, files1t again with issue 17's
+#      switches off (OPENDS_READAHEAD=0 OPENDS_INLINE_MAX=64k; AB=0 skips it),
+#      as backend opends:uring+ra0-inline64k beside C's rows;
 #   then bench/report on the folder.
 # Each opends-bench step is its own command with its own time limit
 # (--append into one records.csv; each command measures the ceilings its
@@ -33,7 +36,7 @@
 # F 30 s: about 8.5 minutes in all, more than one call of 600 s holds; one
 # call runs the steps in order and skips those that no longer fit. Split:
 #   PART=1: GPU suite, A, B, D (about 300 s)
-#   PART=2: C, E, F (about 200 s; SUITE=0 is implied)
+#   PART=2: C, E, F, C2 (about 220 s; SUITE=0 is implied)
 # Both write <date>-<machine>-<commit>/ with records-partN.csv,
 # raw/command-partN.txt and raw/logs-partN.tar.gz, so the two halves copied
 # into one folder do not collide; bench/report reads every records*.csv of
@@ -257,6 +260,13 @@ if [ "${MANY:-1}" = 1 ] && in_part 2; then
 			--loaders opends,safetensors,fastsafetensors 2>&1 | tee "$LOGS/many-tensors.log"
 		python3 bench/report --add-many-tensors "$LOGS/many-tensors.log" "$res"
 	fi
+fi
+
+# C2 (issue 17's A/B, when time is left): the one-thread callers again with
+# the earlier settings, as backend opends:uring+ra0-inline64k beside C's
+if [ "${AB:-1}" = 1 ] && in_part 2; then
+	OPENDS_READAHEAD=0 OPENDS_INLINE_MAX=64k BENCH_KV=0 bench "C2: seq16m, rand4k, files1t with OPENDS_READAHEAD=0 OPENDS_INLINE_MAX=64k (A/B)" 60 10 \
+		--datasets none --callers seq16m,rand4k,files1t --no-baselines --tag ra0-inline64k
 fi
 
 # a PART's records under their own name, so the halves can share a folder

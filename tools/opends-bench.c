@@ -69,7 +69,8 @@ static void usage(FILE *f)
 		"  --source URL        seq16m and rand4k on a source handle (opends_handle_open_url, e.g.\n"
 		"                      rados://POOL/OBJ?conf=PATH) instead of the caller legs' file\n"
 		"  --source-size SIZE  the source object's bytes (read from offset 0)\n"
-		"  --kvikio SCRIPT     run bench/kvikio_bench.py's same legs (before ours), into the same records\n"
+		"  --kvikio SCRIPT     run bench/kvikio_bench.py's same legs (before ours), into the same records\n"		"  --tag WORD          OpenDS rows as backend opends:NAME+WORD: an A/B run with other settings\n"
+		"                      (e.g. OPENDS_* variables) beside the default one in the same records\n"
 		"  --no-baselines      skip the ceilings and the peers (cuFile, plain POSIX)\n"
 		"  --generate-only     create the datasets and stop\n"
 		"  --quiet             no progress bar or dataset messages\n"
@@ -259,7 +260,7 @@ int main(int argc, char **argv)
 		{ "commit", required_argument, 0, 'H' },  { "stream-flags", required_argument, 0, 'F' },
 		{ "leg-timeout", required_argument, 0, 'T' }, { "legs", required_argument, 0, 'L' },
 		{ "source", required_argument, 0, 'U' },  { "source-size", required_argument, 0, 'Z' },
-		{ "hung-grace", required_argument, 0, 'G' },
+		{ "hung-grace", required_argument, 0, 'G' }, { "tag", required_argument, 0, 'A' },
 		{ 0, 0, 0, 0 },
 	};
 	int c;
@@ -355,6 +356,14 @@ int main(int argc, char **argv)
 			opt.hung_grace = v;
 			break;
 		}
+		case 'A':
+			opt.tag = optarg;
+			if (!*optarg || strlen(optarg) > 32 || strspn(optarg, "abcdefghijklmnopqrstuvwxyz0123456789=.-_") !=
+									  strlen(optarg)) {
+				fprintf(stderr, "opends-bench: --tag takes up to 32 of a-z 0-9 = . - _, not '%s'\n", optarg);
+				return 2;
+			}
+			break;
 		case 'K': kvikio_script = optarg; break;
 		case 'H': snprintf(opt.commit, sizeof(opt.commit), "%s", optarg); break;
 		case 'V': {

@@ -56,7 +56,8 @@ print("smoke ok")
 for bad, word in ((["--modes", "sync,foo"], "foo"), (["--cache", "warm"], "warm"), (["--callers", "seq1"], "seq1"),
                   (["--threads", "0"], "--threads"), (["--scale", "x"], "--scale"), (["--legs", "imagenetish:sync"],
                                                                                       "--legs"),
-                  (["--big-size", "3X"], "--big-size"), (["--stream-flags", "9"], "--stream-flags"), (["extra"], "extra")):
+                  (["--big-size", "3X"], "--big-size"), (["--stream-flags", "9"], "--stream-flags"), (["extra"], "extra"),
+                  (["--tag", "A B"], "--tag"), (["--hung-grace", "0"], "--hung-grace")):
     b = subprocess.run([bench] + bad, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=30)
     assert b.returncode == 2 and word in b.stderr, (bad, b.returncode, b.stderr)
 v = subprocess.run([bench, "--version"], stdout=subprocess.PIPE, text=True, timeout=30)

@@ -15,6 +15,7 @@ struct bench_opts {
 	const char *data, *out, *datasets, *modes, *backends, *caches, *mem, *callers;
 	const char *legs; /* NULL, or DATASET:MODE:CACHE items */
 	const char *source; /* a URL for opends_handle_open_url, or NULL */
+	const char *tag;    /* --tag: appended to OpenDS's backend names (opends:uring+TAG), or NULL */
 	uint64_t source_size;
 	double scale;
 	unsigned threads;

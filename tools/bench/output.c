@@ -171,6 +171,14 @@ void record(const struct rec *k, const struct leg_result *r)
 	double cpu_gib = gib > 0 ? r->cpu_s / gib : 0;
 	const char *env_t = getenv("OPENDS_IO_THREADS"), *env_q = getenv("OPENDS_QUEUE_DEPTH"),
 		   *env_c = getenv("OPENDS_CHUNK_SIZE");
+	char tagged[96]; /* --tag: an A/B run of other settings reads as a backend of its own */
+	struct rec kt;
+	if (opt.tag && !strncmp(k->backend, "opends:", 7)) {
+		snprintf(tagged, sizeof(tagged), "%s+%s", k->backend, opt.tag);
+		kt = *k;
+		kt.backend = tagged;
+		k = &kt;
+	}
 	fprintf(csv,
 		"%s,%s,%s,%s,%s,%s,%" PRIu64 ",%.6f,%.1f,%.3f,%.3f,%u,%.1f,%.2f,%.2f,%u,%u,%" PRIu64
 		",%u,%.1f,%.1f,%s,%s,%s,%s,\"%s\",%u,%d\n",
@@ -622,6 +630,8 @@ void write_machine(const char *gpu)
 {
 	char path[4096];
 	snprintf(path, sizeof(path), "%s/machine.txt", opt.out);
+	if (opt.append && access(path, F_OK) == 0)
+		return; /* the sweep's first command described it (a later one may run with other settings) */
 	FILE *f = fopen(path, "w");
 	if (!f)
 		return;
