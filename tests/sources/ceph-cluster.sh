@@ -20,13 +20,8 @@
 # their PIDs come from their pid files.
 set -u
 D=${OPENDS_CEPH_DIR:-${TMPDIR:-/tmp}/opends-ceph}
+. "$(dirname "$0")/ceph-common.sh"
 C=$D/ceph.conf
-
-alive() { # running (a zombie counts as gone)
-	local st
-	st=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
-	[ "$(echo "$st" | awk '{print $3}')" != Z ]
-}
 
 port_used() { # something listens on 127.0.0.1:$1
 	(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
@@ -53,21 +48,7 @@ remember() { # name pidfile
 }
 
 stop() {
-	[ -f "$D/pids" ] || return 0
-	local name pid i left
-	while read -r name pid; do
-		alive "$pid" && kill -CONT "$pid" 2>/dev/null && kill -TERM "$pid" 2>/dev/null
-	done < <(tac "$D/pids")
-	for i in $(seq 100); do
-		left=0
-		while read -r name pid; do alive "$pid" && left=1; done <"$D/pids"
-		[ $left = 0 ] && break
-		sleep 0.1
-	done
-	while read -r name pid; do
-		alive "$pid" && kill -KILL "$pid" 2>/dev/null && echo "ceph-cluster.sh: killed $name ($pid)" >&2
-	done <"$D/pids"
-	rm -f "$D/pids"
+	ceph_stop "$D/pids" ceph-cluster.sh
 	rm -rf "$D/osd0/block" "$D/mon"
 }
 
@@ -78,7 +59,7 @@ start() {
 	if [ -f "$D/pids" ]; then
 		local name pid
 		while read -r name pid; do
-			if alive "$pid"; then
+			if ceph_alive "$pid"; then
 				echo "ceph-cluster.sh: $name (pid $pid) of an earlier start in $D still runs: stop it first" >&2
 				exit 1
 			fi
@@ -101,41 +82,7 @@ start() {
 	mkdir -p "$D/mon" "$D/osd0" "$D/log"
 	local fsid uuid id i n
 	fsid=$(cat /proc/sys/kernel/random/uuid)
-	cat >"$C" <<EOF
-[global]
-fsid = $fsid
-mon host = 127.0.0.1:$PORT
-mon initial members = a
-public network = 127.0.0.0/8
-auth cluster required = none
-auth service required = none
-auth client required = none
-osd pool default size = 1
-osd pool default min size = 1
-osd crush chooseleaf type = 0
-mon allow pool size one = true
-mon allow pool delete = true
-mon warn on pool no redundancy = false
-mon max pg per osd = 1000
-run dir = $D
-pid file = $D/\$name.pid
-log file = $D/log/\$name.log
-admin socket = $D/\$name.\$pid.asok
-ms bind ipv4 = true
-ms bind ipv6 = false
-osd objectstore = bluestore
-bluestore block create = true
-bluestore block size = 8589934592
-bluestore fsck on mkfs = false
-osd memory target = 939524096
-osd class update on start = false
-osd crush update on start = false
-[mon.a]
-mon data = $D/mon
-public addr = 127.0.0.1:$PORT
-[osd]
-osd data = $D/osd\$id
-EOF
+	ceph_conf "$D" "$fsid" "127.0.0.1:$PORT" 127.0.0.0/8 1 0 8589934592 >"$C"
 	monmaptool --create --add a "127.0.0.1:$PORT" --fsid "$fsid" "$D/monmap" >/dev/null || return 1
 	ceph-mon --mkfs -i a --monmap "$D/monmap" -c "$C" || return 1
 	ceph-mon -i a -c "$C" </dev/null >>"$D/log/daemons.out" 2>&1 || return 1

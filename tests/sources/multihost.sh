@@ -31,19 +31,10 @@ done
 B=$(cd "$B" && pwd)
 
 ns() { ip netns exec "$@"; }
-alive() { local st; st=$(cat "/proc/$1/stat" 2>/dev/null) || return 1; [ "$(echo "$st" | awk '{print $3}')" != Z ]; }
+. "$(dirname "$0")/ceph-common.sh"
 
 cleanup() {
-	if [ -f "$D/pids" ]; then
-		while read -r _ pid; do alive "$pid" && kill -CONT "$pid" 2>/dev/null && kill -TERM "$pid" 2>/dev/null; done <"$D/pids"
-		for _ in $(seq 100); do
-			left=0
-			while read -r _ pid; do alive "$pid" && left=1; done <"$D/pids"
-			[ $left = 0 ] && break
-			sleep 0.1
-		done
-		while read -r name pid; do alive "$pid" && kill -KILL "$pid" && echo "multihost: killed $name ($pid)"; done <"$D/pids"
-	fi
+	ceph_stop "$D/pids" multihost
 	for h in $HOSTS ${P}f; do ip netns del "$h" 2>/dev/null; done
 	rm -rf "$D"
 }
@@ -87,38 +78,7 @@ done
 # ---- the cluster ----
 mkdir -p "$D/mon" "$D/log"
 fsid=$(cat /proc/sys/kernel/random/uuid)
-cat >"$C" <<EOF
-[global]
-fsid = $fsid
-mon host = 198.18.0.1:6789
-mon initial members = a
-public network = 198.18.0.0/24
-auth cluster required = none
-auth service required = none
-auth client required = none
-osd pool default size = 3
-osd pool default min size = 2
-mon allow pool delete = true
-mon max pg per osd = 1000
-run dir = $D
-pid file = $D/\$name.pid
-log file = $D/log/\$name.log
-admin socket = $D/\$name.\$pid.asok
-ms bind ipv4 = true
-ms bind ipv6 = false
-osd objectstore = bluestore
-bluestore block create = true
-bluestore block size = 4294967296
-bluestore fsck on mkfs = false
-osd memory target = 939524096
-osd class update on start = false
-osd crush update on start = false
-[mon.a]
-mon data = $D/mon
-public addr = 198.18.0.1:6789
-[osd]
-osd data = $D/osd\$id
-EOF
+ceph_conf "$D" "$fsid" 198.18.0.1:6789 198.18.0.0/24 3 1 4294967296 >"$C"
 for i in $(seq 1 $N); do
 	printf '[osd.%d]\npublic addr = 198.18.0.%d\ncluster addr = 198.18.0.%d\n' $((i - 1)) $((i + 1)) $((i + 1)) >>"$C"
 done
