@@ -21,7 +21,6 @@
 #include <pthread.h>
 
 #include "../common.h"
-#include "crash_trace.h"
 #include "cuda_api.h"
 
 #define CU(call)                                                                       \
@@ -387,7 +386,6 @@ static void devices(void)
 int main(void)
 {
 	t_watchdog(240);
-	t_crash_trace();
 	load_cuda();
 	if (!getenv("OPENDS_ACCEL"))
 		setenv("OPENDS_ACCEL", "cuda", 1);

@@ -18,7 +18,6 @@
 #include <pthread.h>
 
 #include "../common.h"
-#include "crash_trace.h"
 #include "cuda_api.h"
 
 #define CU(call)                                                                                  \
@@ -408,7 +407,6 @@ static void fanout(opends_handle_t fh)
 int main(void)
 {
 	t_watchdog(280);
-	t_crash_trace();
 	load_cuda();
 	if (!getenv("OPENDS_ACCEL"))
 		setenv("OPENDS_ACCEL", "cuda", 1);
