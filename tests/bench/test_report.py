@@ -190,5 +190,6 @@ def test_dropin_rows_and_summary(tmp_path):
         ("cufile", "read1t", "hot", 0), ("opends:dropin", "read1t", "hot", 0), ("opends:dropin", "read8t", "cold", -5)]
     assert rows[1]["mib_s"] == round(8192 / 0.405, 1)
     assert rows[1]["repeats"] == 3 and rows[1]["mib_s_max"] == round(22e9 / 2**20, 1)  # median of 3 passes
+    assert report.opends_backends(rows) == []  # the drop-in is no backend column of the leg tables
     line = next(l for l in report.summary_table(rows).splitlines() if "drop-in, hot" in l)
     assert line.rstrip(" |").endswith("2.00") and "NVIDIA libcufile 10114" in line and ", 1 thread(s)" in line
