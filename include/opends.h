@@ -36,9 +36,13 @@
  *   internal fds stay open there until exec (close-on-exec). The parent is
  *   not affected. As with CUDA itself, a child cannot use the accelerator
  *   of a parent that has: open it with OPENDS_ACCEL=host there.
- * - Deregistering or closing anything (a handle, a buffer, a stream, the
- *   driver) while I/O is in flight on it is undefined, as is closing an fd
- *   that another thread is reading.
+ * - opends_handle_deregister waits for the handle's requests already
+ *   handed to the backend (async reads and writes, batch entries) to
+ *   finish. Deregistering a handle while another thread is starting I/O on
+ *   it or while stream operations on it have not started (synchronize the
+ *   stream first), or deregistering a buffer or stream while I/O is in
+ *   flight on it, is undefined (opends_driver_close waits for all I/O), as
+ *   is closing an fd that another thread is reading.
  * - Accelerator context (CUDA): device memory of every GPU the process sees
  *   may be used, from any thread, at the same time. Each operation is
  *   served by the device that owns its buffer, in the context the buffer
@@ -316,7 +320,12 @@ OPENDS_API opends_error_t opends_describe(opends_handle_t fh, char *buf, size_t 
  */
 OPENDS_API opends_error_t opends_handle_register(opends_handle_t *fh, int fd);
 
-/* Errors: OPENDS_INVALID_VALUE (NULL), OPENDS_HANDLE_NOT_REGISTERED,
+/* Waits until the handle's requests already handed to the backend (async,
+ * batch entries) have finished (it does not cancel them), then releases
+ * it: afterwards the library no longer uses the handle or the fd, which
+ * the caller may close. Stream operations not yet started are not waited
+ * for: synchronize the stream first.
+ * Errors: OPENDS_INVALID_VALUE (NULL), OPENDS_HANDLE_NOT_REGISTERED,
  * OPENDS_DRIVER_NOT_INITIALIZED. */
 OPENDS_API opends_error_t opends_handle_deregister(opends_handle_t fh);
 

@@ -95,6 +95,8 @@ atomic_long ods_inflight;
 void ods_io_submit(struct ods_io *io, bool may_block)
 {
 	atomic_fetch_add_explicit(&ods_inflight, 1, memory_order_relaxed);
+	if (!io->sync)
+		atomic_fetch_add_explicit(&io->fh->inflight, 1, memory_order_relaxed);
 	if (io->fh->src)
 		ods_source_submit(io, may_block);
 	else if (ods_drv.be->submit)
@@ -157,6 +159,7 @@ ssize_t ods_io_run(struct ods_io *io)
 	atomic_uint state = W_PENDING;
 	io->owner = &state;
 	io->done = sync_done;
+	io->sync = true;
 	ods_io_submit(io, true);
 	wait_done(&state);
 	return io->result;

@@ -119,8 +119,12 @@ struct ods_handle {
 	uint64_t token;  /* the opends_handle_t given out */
 	struct ods_source *src; /* a source handle (src/core/source.h); NULL: fd */
 	off_t src_size;         /* a source's known size, -1 unknown */
+	atomic_long inflight;   /* its requests handed to the backend, not completed */
 };
 
+/* Wait until no request of h is in flight (deregistration: a request
+ * handed to a backend uses the handle until it completes). */
+void ods_handle_quiesce(struct ods_handle *h);
 /* The fd with O_DIRECT for this handle (the caller's or a twin), or -1. */
 int ods_handle_fd_direct(struct ods_handle *h);
 /* The fd without O_DIRECT for this handle (the caller's or a twin), or -1. */
@@ -159,6 +163,9 @@ struct ods_io {
 	uint8_t mem;             /* enum ods_mem_kind of buf */
 	uint16_t dev;            /* device memory: the accelerator's device of buf */
 	atomic_bool cancelled;   /* set by batch cancel; checked before start */
+	bool sync;               /* ods_io_run waits for it on the caller's thread: not
+				    counted in fh->inflight (the caller cannot deregister
+				    while it waits) */
 	ssize_t result;          /* bytes or negated error */
 	ods_io_done_fn done;     /* called once, on any thread, when finished */
 	void *owner;             /* for done(): future, batch, stream, waiter */
@@ -188,8 +195,11 @@ extern atomic_long ods_inflight;
  * calls done). */
 static inline void ods_io_complete(struct ods_io *io, ssize_t result)
 {
+	struct ods_handle *h = io->sync ? NULL : io->fh; /* io may be gone once done returns */
 	io->result = result;
 	io->done(io);
+	if (h)
+		atomic_fetch_sub_explicit(&h->inflight, 1, memory_order_release);
 	atomic_fetch_sub_explicit(&ods_inflight, 1, memory_order_release);
 }
 

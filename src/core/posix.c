@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ods.h"
@@ -92,4 +93,18 @@ void ods_futex_wait(atomic_uint *addr, unsigned expected)
 void ods_futex_wake_all(atomic_uint *addr)
 {
 	syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+void ods_handle_quiesce(struct ods_handle *h)
+{
+	/* Deregistration is rare and what it waits for is I/O: a short spin
+	 * for requests about to finish, then naps. */
+	for (int i = 0; atomic_load_explicit(&h->inflight, memory_order_acquire) > 0; i++) {
+		if (i < 100) {
+			ods_cpu_relax();
+			continue;
+		}
+		struct timespec ts = { 0, 20000 };
+		nanosleep(&ts, NULL);
+	}
 }

@@ -31,6 +31,7 @@ int ods_registry_init(void)
 
 static void handle_free(struct ods_handle *h)
 {
+	ods_handle_quiesce(h); /* requests in flight still use the handle and its fds */
 	if (h->src) { /* a source: no fd, no backend state */
 		ods_source_free(h);
 		pthread_mutex_destroy(&h->twin_lock);
