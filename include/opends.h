@@ -234,7 +234,8 @@ OPENDS_API const char *opends_last_error_detail(void);
  *   OPENDS_INLINE_MAX   bytes, 0..1g (suffixes as above): a synchronous read
  *                       of at most this many bytes runs on the calling
  *                       thread, with no hand-off to a worker (uring;
- *                       default 64k; 0: never). ref and gds always run
+ *                       default the chunk size, OPENDS_CHUNK_SIZE; 0:
+ *                       never). ref and gds always run
  *                       synchronous calls on the calling thread.
  *   OPENDS_CPU_MASK     hex mask of CPUs for the workers (worker i on set
  *                       bit i mod popcount); 0 or unset = scheduler decides.

@@ -150,8 +150,7 @@ ssize_t ods_io_run(struct ods_io *io)
 		return ods_source_run(io); /* the oracle runs sources synchronously */
 	if (be->rw && !io->fh->src)
 		return be->rw(io);
-	if (be->rw_inline && !io->fh->src &&
-	    io->size <= (ods_drv.cfg.inline_set ? ods_drv.cfg.inline_max : be->inline_default)) {
+	if (be->rw_inline && !io->fh->src) {
 		ssize_t r = be->rw_inline(io);
 		if (r != ODS_NOT_INLINE)
 			return r;

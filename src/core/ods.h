@@ -253,12 +253,11 @@ struct ods_backend {
 	/* Synchronous transfer on the calling thread: bytes or negated error.
 	 * NULL: the core submits and waits. */
 	ssize_t (*rw)(struct ods_io *io);
-	/* optional, with rw NULL: a synchronous request of at most
-	 * ods_inline_max() bytes run on the calling thread, with no hand-off
-	 * to a worker: bytes, a negated error, or ODS_NOT_INLINE to submit it
-	 * the usual way */
+	/* optional, with rw NULL: a synchronous request run on the calling
+	 * thread, with no hand-off to a worker, where the backend finds that
+	 * pays (uring: at most OPENDS_INLINE_MAX bytes): bytes, a negated
+	 * error, or ODS_NOT_INLINE to submit it the usual way */
 	ssize_t (*rw_inline)(struct ods_io *io);
-	size_t inline_default; /* ods_inline_max() when OPENDS_INLINE_MAX is unset */
 	/* Asynchronous transfer: take io, call ods_io_complete later; wait
 	 * for room only if may_block. NULL: the core's pool runs rw on its
 	 * workers. */
@@ -273,6 +272,7 @@ struct ods_backend {
 };
 
 #define ODS_NOT_INLINE ((ssize_t)INT64_MIN)
+
 
 extern const struct ods_backend ods_backend_ref;
 extern const struct ods_backend ods_backend_gds; /* src/backends/gds/ (ODS_HAVE_GDS) */

@@ -51,7 +51,7 @@
 
 #include "stage.h"
 
-#define A ((off_t)ODS_ALIGN)
+#define BLK ((off_t)ODS_ALIGN)
 
 /* Defaults when the variable is unset, from the H200 machine (4 GiB into
  * GPU memory, same run): cold ext4 read 1.81 / 2.22 / 1.90 GB/s with 4 / 8
@@ -110,7 +110,7 @@ static struct {
 	atomic_bool no_cachestat;
 	unsigned kworkers; /* kernel workers per ring for hot reads, and the
 			      reads of cached ranges a worker keeps in it */
-} U;
+} ur;
 
 /* the mover's part of a request (r->mv) */
 #define FD_DIRECT(r) ((int)(r)->mv[0])
@@ -164,21 +164,23 @@ struct ods_cachestat {
  * unknown, then every page of the range counts) is in the page cache. */
 static bool fd_cached(int fd, off_t c0, off_t c1, off_t fsize)
 {
-	if (atomic_load_explicit(&U.no_cachestat, memory_order_relaxed))
+	if (atomic_load_explicit(&ur.no_cachestat, memory_order_relaxed))
 		return false;
-	off_t p0 = c0 & ~((off_t)U.page - 1);
+	off_t p0 = c0 & ~((off_t)ur.page - 1);
 	off_t p1 = (fsize >= 0 && fsize < c1 ? fsize : c1);
-	p1 = (p1 + U.page - 1) & ~((off_t)U.page - 1);
+	if (p1 > INT64_MAX - ur.page)
+		return false; /* (rounding up would overflow; no file reaches there) */
+	p1 = (p1 + ur.page - 1) & ~((off_t)ur.page - 1);
 	if (p1 <= p0)
 		return true; /* nothing to read: the buffered read returns 0 at once */
 	struct ods_cachestat_range rg = { (uint64_t)p0, (uint64_t)(p1 - p0) };
 	struct ods_cachestat cs;
 	if (syscall(__NR_cachestat, fd, &rg, &cs, 0) != 0) {
 		if (errno == ENOSYS)
-			atomic_store_explicit(&U.no_cachestat, true, memory_order_relaxed);
+			atomic_store_explicit(&ur.no_cachestat, true, memory_order_relaxed);
 		return false;
 	}
-	return cs.nr_cache >= rg.len / (uint64_t)U.page;
+	return cs.nr_cache >= rg.len / (uint64_t)ur.page;
 }
 
 static bool range_cached(const struct ods_stage_req *r, off_t c0, off_t c1)
@@ -241,7 +243,7 @@ static void uring_read(struct ods_stage_unit *u)
 	x->hot = !x->direct && FD_DIRECT(r) >= 0;
 	if (x->direct) {
 		x->fd = FD_DIRECT(r);
-		if (host && USER_DIRECT(r) && !(u->c0 & (A - 1)) && !(u->c1 & (A - 1)) &&
+		if (host && USER_DIRECT(r) && !(u->c0 & (BLK - 1)) && !(u->c1 & (BLK - 1)) &&
 		    u->c1 <= ods_align_down(r->fsize)) {
 			u->slot = false;
 			u->io_off = u->c0;
@@ -282,9 +284,9 @@ static void uring_write(struct ods_stage_unit *u)
 	x->retries = 0;
 	x->hot = false;
 	/* the chunker made partial blocks chunks of their own */
-	x->direct = FD_DIRECT(r) >= 0 && !(u->c0 & (A - 1)) && !(u->c1 & (A - 1));
+	x->direct = FD_DIRECT(r) >= 0 && !(u->c0 & (BLK - 1)) && !(u->c1 & (BLK - 1));
 	x->fd = x->direct ? FD_DIRECT(r) : FD_BUF(r);
-	if (!u->slot && x->direct && ((uintptr_t)u->io_buf & (A - 1))) {
+	if (!u->slot && x->direct && ((uintptr_t)u->io_buf & (BLK - 1))) {
 		char *slot = ods_stage_slot(u);
 		if (!slot) {
 			ods_stage_end(u, -ENOMEM);
@@ -351,7 +353,7 @@ static void on_cqe(struct ods_stage_unit *u, int res)
 	 * ends off a block boundary is EOF when the file ends there; else (a
 	 * file system returning short reads) the rest is read buffered, since
 	 * a direct read cannot start at an unaligned offset. */
-	if (u->io_done < u->io_len && rd && x->direct && (res & (A - 1))) {
+	if (u->io_done < u->io_len && rd && x->direct && (res & (BLK - 1))) {
 		off_t at = u->io_off + (off_t)u->io_done;
 		if (u->r->fsize < 0 || at >= u->r->fsize) {
 			ods_stage_read_done(u);
@@ -414,7 +416,7 @@ static bool ring_full(void *ctx)
 {
 	/* enough cached reads here (see HOT_ASYNC_MIN): leave the rest to
 	 * other workers */
-	return ((struct uworker *)ctx)->nhot >= U.kworkers;
+	return ((struct uworker *)ctx)->nhot >= ur.kworkers;
 }
 
 static void ring_wait(void *ctx, long timeout_ns)
@@ -463,13 +465,13 @@ static void slots_removed(void *ctx)
 	if (w->table)
 		io_uring_unregister_buffers(&w->ring);
 	w->table = false;
-	for (unsigned i = 0; i < U.depth; i++)
+	for (unsigned i = 0; i < ur.depth; i++)
 		w->uu[i].fixed = false;
 }
 
 static int ring_init(struct uworker *w)
 {
-	unsigned entries = U.depth + 2;
+	unsigned entries = ur.depth + 2;
 	/* COOP_TASKRUN: completions are processed when the worker enters the
 	 * kernel anyway, without interrupting it; TASKRUN_FLAG tells peek when
 	 * to enter. Older kernels refuse the flags: use none. */
@@ -484,7 +486,7 @@ static int ring_init(struct uworker *w)
 	if (rc == 0) {
 		/* bounded (regular file) workers; kernels before 5.15 lack the
 		 * call and keep their own limit */
-		unsigned v[2] = { U.kworkers, 0 };
+		unsigned v[2] = { ur.kworkers, 0 };
 		io_uring_register_iowq_max_workers(&w->ring, v);
 	}
 	return rc;
@@ -493,9 +495,9 @@ static int ring_init(struct uworker *w)
 static int worker_open(struct ods_stage *s, unsigned idx, void **ctx)
 {
 	(void)idx;
-	U.depth = ods_stage_params(s)->depth; /* what fits the staging budget */
+	ur.depth = ods_stage_params(s)->depth; /* what fits the staging budget */
 	struct uworker *w = calloc(1, sizeof(*w));
-	struct uunit *uu = calloc(U.depth, sizeof(*uu));
+	struct uunit *uu = calloc(ur.depth, sizeof(*uu));
 	if (!w || !uu) {
 		free(w);
 		free(uu);
@@ -516,11 +518,11 @@ static int worker_open(struct ods_stage *s, unsigned idx, void **ctx)
 		free(w);
 		errno = -e;
 		return ods_fail(e == -ENOMEM ? OPENDS_NOMEM_ERROR : OPENDS_INTERNAL_ERROR,
-				"uring: io_uring_queue_init with %u entries (OPENDS_QUEUE_DEPTH): %s", U.depth + 2,
+				"uring: io_uring_queue_init with %u entries (OPENDS_QUEUE_DEPTH): %s", ur.depth + 2,
 				strerror(-e));
 	}
 	w->efd = efd;
-	w->table = io_uring_register_buffers_sparse(&w->ring, U.depth) == 0;
+	w->table = io_uring_register_buffers_sparse(&w->ring, ur.depth) == 0;
 	arm_wake(w);
 	*ctx = w;
 	return 0;
@@ -550,11 +552,22 @@ static int req_init(struct ods_stage_req *r)
 {
 	struct ods_io *io = r->io;
 	struct ods_handle *h = io->fh;
-	int fd_direct = ods_handle_fd_direct(h), fd_buf = ods_handle_fd_buffered(h);
-	r->mv[0] = (uint64_t)(int64_t)fd_direct;
-	r->mv[1] = (uint64_t)(int64_t)fd_buf;
 	if (io->opcode == OPENDS_READ) {
+		/* A buffered fd whose range is all in the page cache: read
+		 * buffered through it, with no O_DIRECT twin opened and no
+		 * fstat (the reads stop at EOF by themselves; a range past EOF
+		 * is never all cached). Per small hot file that saves an open,
+		 * a close and a stat (issue 17, third lead). Huge requests take
+		 * the path below, which clamps them to the file's size. */
+		if (!h->direct && io->size <= ur.chunk * ur.depth && fd_cached(h->fd, io->off, r->end, -1)) {
+			r->mv[0] = (uint64_t)(int64_t)-1;
+			r->mv[1] = (uint64_t)(int64_t)h->fd;
+			r->mv[2] = 0;
+			return 0;
+		}
 		r->fsize = ods_handle_size(h);
+		r->mv[0] = (uint64_t)(int64_t)ods_handle_fd_direct(h);
+		r->mv[1] = (uint64_t)(int64_t)ods_handle_fd_buffered(h);
 		r->mv[2] = io->mem == ODS_MEM_HOST && r->fsize >= 0 &&
 			   !(((uintptr_t)io->buf - (uintptr_t)io->off) & (ODS_ALIGN - 1));
 		/* Nothing past EOF is read: clamping here also keeps the block
@@ -563,10 +576,13 @@ static int req_init(struct ods_stage_req *r)
 			r->end = io->off < r->fsize ? r->fsize : io->off;
 		return r->end == io->off;
 	}
+	int fd_direct = ods_handle_fd_direct(h), fd_buf = ods_handle_fd_buffered(h);
+	r->mv[0] = (uint64_t)(int64_t)fd_direct;
+	r->mv[1] = (uint64_t)(int64_t)fd_buf;
 	/* Partial blocks need the buffered twin, and a range whose last block
 	 * would round past the largest off_t is left to pwrite, which reports
 	 * what the file system says (EFBIG). */
-	r->delegate = (fd_buf < 0 && ((io->off | r->end) & (A - 1))) || r->end > INT64_MAX - (off_t)A ||
+	r->delegate = (fd_buf < 0 && ((io->off | r->end) & (BLK - 1))) || r->end > INT64_MAX - (off_t)BLK ||
 		      on_fuse(h->fd);
 	return 0;
 }
@@ -589,24 +605,106 @@ static const struct ods_mover uring_mover = {
 
 /* ---- small synchronous reads on the caller's thread -------------------------- */
 
-/* A read of at most OPENDS_INLINE_MAX bytes fits one chunk, so the
- * engine would run it on one worker with nothing to overlap: the hand-offs
- * to the worker and back (an eventfd write or a spinning worker, then a
- * futex wake-up of the caller) are pure cost. 2-core development VM under
- * heavy load, hot page cache, one caller, p50 engine -> inline: 4 KiB
- * 7-10 -> 1.7-2.0 us (host and simulated device memory), 64 KiB 25-45 ->
- * 15-17 us; at 256 KiB the runs were too noisy to tell, and device memory
- * then pays a fresh bounce per call (page faults). So 64 KiB, to be
- * confirmed on the H200 (OPENDS_INLINE_MAX 16k..1m into GPU memory).
+/* A read that fits one chunk gains nothing from the engine: one worker
+ * moves it with nothing to overlap, and the hand-offs to the worker and
+ * back (an eventfd write or a spinning worker, then a futex wake-up of the
+ * caller: 2 context switches, 5 system calls) are pure cost. So reads of
+ * at most OPENDS_INLINE_MAX bytes (default: the chunk size) run on the
+ * caller. 2-core development VM under heavy load, hot page cache, one
+ * caller, p50 engine -> inline: 4 KiB 7-10 -> 1.7-2.0 us (host and
+ * simulated device memory), 64 KiB 25-45 -> 15-17 us. Device memory goes
+ * through a pinned bounce from a small pool (a fresh allocation per call
+ * would page-fault, and the accelerator copies pageable memory slowly).
  * Writes keep the engine (partial blocks, FUSE, durability rules live
  * there). */
-#define DEF_INLINE ((size_t)64 << 10)
+#define NBOUNCE 8u /* callers reading inline at once with a pooled bounce; more allocate */
+
+static struct {
+	pthread_mutex_t lock;
+	char *free[NBOUNCE];
+	unsigned nfree, nmade;
+	size_t size;  /* bytes of each: the inline limit, rounded to pages */
+	bool pinned;  /* from accel->mem->pinned_alloc */
+	const struct ods_accel_mem *mem;
+} bp = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static size_t inline_max(void)
+{
+	return ods_drv.cfg.inline_set ? ods_drv.cfg.inline_max : ur.chunk;
+}
+
+/* a bounce of at least n bytes: pooled when n fits the pool's size and the
+ * staging budget allows, else allocated (*pooled false) */
+static char *bounce_get(size_t n, bool *pooled)
+{
+	*pooled = false;
+	if (n <= bp.size) {
+		pthread_mutex_lock(&bp.lock);
+		char *b = bp.nfree ? bp.free[--bp.nfree] : NULL;
+		bool make = !b && bp.nmade < NBOUNCE && ods_pinned_reserve(bp.size);
+		if (make)
+			bp.nmade++;
+		pthread_mutex_unlock(&bp.lock);
+		if (make) {
+			b = bp.pinned ? bp.mem->pinned_alloc(bp.size) : ods_aligned_alloc(bp.size);
+			if (!b) {
+				pthread_mutex_lock(&bp.lock);
+				bp.nmade--;
+				pthread_mutex_unlock(&bp.lock);
+				ods_pinned_release(bp.size);
+			}
+		}
+		if (b) {
+			*pooled = true;
+			return b;
+		}
+	}
+	return ods_aligned_alloc(n);
+}
+
+static void bounce_put(char *b, bool pooled)
+{
+	if (!pooled) {
+		free(b);
+		return;
+	}
+	pthread_mutex_lock(&bp.lock);
+	bp.free[bp.nfree++] = b; /* nfree < nmade <= NBOUNCE */
+	pthread_mutex_unlock(&bp.lock);
+}
+
+static void bounces_init(const struct ods_accel *accel)
+{
+	size_t n = inline_max();
+	bp.size = n > ((size_t)16 << 20) ? 0 : (n + 4095) & ~(size_t)4095; /* no pool for huge limits */
+	bp.mem = accel->mem;
+	/* (a fork child opens afresh: another thread of the parent may have
+	 * held the lock at the fork) */
+	bp.lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+	bp.pinned = bp.mem && bp.mem->pinned_alloc;
+	bp.nfree = bp.nmade = 0;
+}
+
+static void bounces_fini(void)
+{
+	/* driver close: every caller has returned */
+	for (unsigned i = 0; i < bp.nfree; i++) {
+		if (bp.pinned)
+			bp.mem->pinned_free(bp.free[i], bp.size);
+		else
+			free(bp.free[i]);
+	}
+	if (bp.nmade)
+		ods_pinned_release((size_t)bp.nmade * bp.size);
+	bp.nfree = bp.nmade = 0;
+}
 
 static ssize_t inline_pread(struct ods_io *io, int fd)
 {
 	if (io->mem == ODS_MEM_HOST)
 		return ods_pread_full(fd, io->buf, io->size, io->off);
-	char *b = ods_aligned_alloc(io->size);
+	bool pooled;
+	char *b = bounce_get(io->size, &pooled);
 	if (!b)
 		return -ENOMEM;
 	ssize_t n = ods_pread_full(fd, b, io->size, io->off);
@@ -615,13 +713,15 @@ static ssize_t inline_pread(struct ods_io *io, int fd)
 		if (rc)
 			n = -rc;
 	}
-	free(b);
+	bounce_put(b, pooled);
 	return n;
 }
 
 static ssize_t uring_inline(struct ods_io *io)
 {
 	if (io->opcode != OPENDS_READ)
+		return ODS_NOT_INLINE;
+	if (io->size > inline_max())
 		return ODS_NOT_INLINE;
 	struct ods_handle *h = io->fh;
 	/* a buffered fd: one pread, no twin opened, no stat */
@@ -639,7 +739,7 @@ static ssize_t uring_inline(struct ods_io *io)
 
 static void uring_submit(struct ods_io *io, bool may_block)
 {
-	ods_stage_submit(U.stage, io, may_block);
+	ods_stage_submit(ur.stage, io, may_block);
 }
 
 static int uring_probe(const struct ods_config *cfg, char *why, size_t n)
@@ -660,7 +760,7 @@ static int uring_probe(const struct ods_config *cfg, char *why, size_t n)
 
 static int uring_open(const struct ods_config *cfg, const struct ods_accel *accel)
 {
-	memset(&U, 0, sizeof(U));
+	memset(&ur, 0, sizeof(ur));
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	unsigned half = ncpu > 1 ? (unsigned)(ncpu / 2) : 1;
 	struct ods_stage_params p;
@@ -669,32 +769,37 @@ static int uring_open(const struct ods_config *cfg, const struct ods_accel *acce
 	p.depth = cfg->queue_depth ? cfg->queue_depth : DEF_DEPTH;
 	p.chunk = cfg->chunk_size ? cfg->chunk_size : DEF_CHUNK;
 	p.spin_us = cfg->idle_spin_us == -2 ? DEF_SPIN_US : cfg->idle_spin_us;
-	U.nthreads = p.threads;
-	U.depth = p.depth;
-	U.chunk = p.chunk;
-	U.page = sysconf(_SC_PAGESIZE);
-	if (U.page < (long)ODS_ALIGN)
-		U.page = ODS_ALIGN;
-	U.kworkers = ncpu > (long)U.nthreads ? (unsigned)(ncpu / U.nthreads) : 1;
-	return ods_stage_open(&U.stage, &p, &uring_mover, cfg, accel);
+	ur.nthreads = p.threads;
+	ur.depth = p.depth;
+	ur.chunk = p.chunk;
+	ur.page = sysconf(_SC_PAGESIZE);
+	if (ur.page < (long)ODS_ALIGN)
+		ur.page = ODS_ALIGN;
+	ur.kworkers = ncpu > (long)ur.nthreads ? (unsigned)(ncpu / ur.nthreads) : 1;
+	int rc = ods_stage_open(&ur.stage, &p, &uring_mover, cfg, accel);
+	if (rc == 0)
+		bounces_init(accel);
+	return rc;
 }
 
 static void uring_close(void)
 {
-	ods_stage_close(U.stage);
-	U.stage = NULL;
+	bounces_fini();
+	ods_stage_close(ur.stage);
+	ur.stage = NULL;
 }
 
 static void uring_describe(struct ods_handle *h, char *buf, size_t n)
 {
 	if (!h) {
 		snprintf(buf, n, "io_uring: %u workers x %u chunks of %zu KiB in flight (staging within OPENDS_MAX_PINNED %zu MiB)",
-			 U.nthreads, U.depth, U.chunk >> 10, ods_pinned_budget(&ods_drv.cfg) >> 20);
+			 ur.nthreads, ur.depth, ur.chunk >> 10, ods_pinned_budget(&ods_drv.cfg) >> 20);
 		return;
 	}
 	bool direct = ods_handle_fd_direct(h) >= 0;
-	snprintf(buf, n, "io_uring, %s; writes to partial blocks %s%s", direct ? "O_DIRECT for uncached ranges and "
-						       "buffered reads for cached ones" : "buffered only (O_DIRECT refused here)",
+	snprintf(buf, n, "io_uring, %s; writes to partial blocks %s%s",
+		 direct ? "O_DIRECT for uncached ranges and buffered reads for cached ones"
+			: "buffered only (O_DIRECT refused here)",
 		 ods_handle_fd_buffered(h) >= 0 ? "through a buffered fd" : "through a read-modify-write (POSIX path)",
 		 on_fuse(h->fd) ? "; writes through pwrite (FUSE)" : "");
 }
@@ -707,6 +812,5 @@ const struct ods_backend ods_backend_uring = {
 	.close = uring_close,
 	.submit = uring_submit,
 	.rw_inline = uring_inline,
-	.inline_default = DEF_INLINE,
 	.describe = uring_describe,
 };
