@@ -237,6 +237,10 @@ OPENDS_API const char *opends_last_error_detail(void);
  *                       default the chunk size, OPENDS_CHUNK_SIZE; 0:
  *                       never). ref and gds always run
  *                       synchronous calls on the calling thread.
+ *   OPENDS_READAHEAD    0 or 1 (default 1): read ahead across sequential
+ *                       synchronous reads into device memory (uring; see
+ *                       opends_handle_advise for when and the guarantee);
+ *                       0: never.
  *   OPENDS_CPU_MASK     hex mask of CPUs for the workers (worker i on set
  *                       bit i mod popcount); 0 or unset = scheduler decides.
  *   OPENDS_IDLE_SPIN    µs an idle worker spins before sleeping, 0..1000000,
@@ -329,6 +333,38 @@ OPENDS_API opends_error_t opends_handle_register(opends_handle_t *fh, int fd);
  * Errors: OPENDS_INVALID_VALUE (NULL), OPENDS_HANDLE_NOT_REGISTERED,
  * OPENDS_DRIVER_NOT_INITIALIZED. */
 OPENDS_API opends_error_t opends_handle_deregister(opends_handle_t fh);
+
+/*
+ * How the handle will be read, like posix_fadvise. Read-ahead (uring, into
+ * device memory, OPENDS_READAHEAD not 0): with OPENDS_ADVICE_NORMAL (the
+ * default) once two synchronous reads in a row continue each other (same
+ * size, the second starting where the first ended), the next call's range
+ * is read into host staging behind the current call, and a call for
+ * exactly that range copies it from there while the range after it is
+ * read. OPENDS_ADVICE_SEQUENTIAL reads ahead from the first call,
+ * OPENDS_ADVICE_RANDOM never. Calls above 64 MiB or at most
+ * OPENDS_INLINE_MAX, block devices, host memory and sources never read
+ * ahead. Memory: two buffers of the call's size per handle that reads
+ * ahead, inside OPENDS_MAX_PINNED (none when they do not fit), freed at
+ * deregistration.
+ * Guarantee: a read never returns bytes older than
+ * - any write through this library (any handle of the same file, sync,
+ *   async, batch or stream) that started before the read was called;
+ * - a write(2)-family call by another process (or this one, outside the
+ *   library) that completed before the read was called, except: a single
+ *   write call that began more than 100 ms before the read-ahead and was
+ *   still running when it read; stores through a shared mapping; network
+ *   file systems whose times do not yet show another client's write.
+ *   (Read-ahead starts only when the file's mtime and ctime are at least
+ *   100 ms old and is used only when size, mtime and ctime are unchanged.)
+ * For those cases use OPENDS_ADVICE_RANDOM or OPENDS_READAHEAD=0.
+ * Errors: OPENDS_INVALID_VALUE (fh NULL, unknown advice),
+ * OPENDS_HANDLE_NOT_REGISTERED, OPENDS_DRIVER_NOT_INITIALIZED.
+ */
+#define OPENDS_ADVICE_NORMAL 0
+#define OPENDS_ADVICE_SEQUENTIAL 1
+#define OPENDS_ADVICE_RANDOM 2
+OPENDS_API opends_error_t opends_handle_advise(opends_handle_t fh, int advice);
 
 /*
  * Register [buf, buf + size) of host or accelerator memory for I/O: the

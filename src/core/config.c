@@ -163,6 +163,14 @@ static bool p_aligned(struct ods_config *c, const char *s)
 	return true;
 }
 
+static bool p_readahead(struct ods_config *c, const char *s)
+{
+	if (strcmp(s, "0") && strcmp(s, "1"))
+		return false;
+	c->no_readahead = s[0] == '0';
+	return true;
+}
+
 static bool p_cufile_lib(struct ods_config *c, const char *s)
 {
 	/* a path or a bare name for the loader; checked when gds loads it */
@@ -183,6 +191,7 @@ static const struct {
 	  p_chunk },
 	{ "OPENDS_MAX_PINNED", "a size from 1m to 1024g (suffix k, m or g allowed)", p_pinned },
 	{ "OPENDS_INLINE_MAX", "a size from 0 to 1g (suffix k, m or g allowed)", p_inline },
+	{ "OPENDS_READAHEAD", "0 or 1", p_readahead },
 	{ "OPENDS_CPU_MASK", "a hexadecimal CPU mask of at most 64 bits, e.g. 0xf0", p_mask },
 	{ "OPENDS_IDLE_SPIN", "microseconds from 0 to 1000000, or busy", p_spin },
 	{ "OPENDS_ASSUME_ALIGNED_ONLY", "0 or 1", p_aligned },

@@ -155,11 +155,19 @@ ssize_t ods_io_run(struct ods_io *io)
 		if (r != ODS_NOT_INLINE)
 			return r;
 	}
+	bool ra = be->readahead && !io->fh->src && io->opcode == OPENDS_READ;
+	if (ra) {
+		ssize_t r = ods_ra_take(io);
+		if (r != ODS_NOT_INLINE)
+			return r;
+	}
 	atomic_uint state = W_PENDING;
 	io->owner = &state;
 	io->done = sync_done;
 	io->sync = true;
 	ods_io_submit(io, true);
+	if (ra) /* queued behind this read, so it does not delay it */
+		ods_ra_behind(io);
 	wait_done(&state);
 	return io->result;
 }

@@ -119,6 +119,8 @@ struct ods_handle {
 	uint64_t token;  /* the opends_handle_t given out */
 	struct ods_source *src; /* a source handle (src/core/source.h); NULL: fd */
 	off_t src_size;         /* a source's known size, -1 unknown */
+	void *_Atomic ra;       /* read-ahead state (src/core/stage_ra.c), made on first use */
+	atomic_int advice;      /* opends_handle_advise's advice */
 	atomic_long inflight;   /* its requests handed to the backend, not completed */
 };
 
@@ -258,6 +260,10 @@ struct ods_backend {
 	 * pays (uring: at most OPENDS_INLINE_MAX bytes): bytes, a negated
 	 * error, or ODS_NOT_INLINE to submit it the usual way */
 	ssize_t (*rw_inline)(struct ods_io *io);
+	/* the core reads ahead across sequential synchronous reads
+	 * (src/core/stage_ra.c); such a backend calls ods_ra_handle_close
+	 * from handle_close and ods_ra_write_begin on every write it takes */
+	bool readahead;
 	/* Asynchronous transfer: take io, call ods_io_complete later; wait
 	 * for room only if may_block. NULL: the core's pool runs rw on its
 	 * workers. */
@@ -273,6 +279,19 @@ struct ods_backend {
 
 #define ODS_NOT_INLINE ((ssize_t)INT64_MIN)
 
+/* Read-ahead across sequential synchronous reads (src/core/stage_ra.c).
+ * ods_ra_take: the read served from what was read ahead (bytes or a
+ * negated error), or ODS_NOT_INLINE to run it the usual way, after which
+ * ods_ra_behind(io) (once io is submitted) may queue the next range. */
+ssize_t ods_ra_take(struct ods_io *io);
+void ods_ra_behind(struct ods_io *io);
+/* synchronous reads of h served from read-ahead so far */
+unsigned long ods_ra_served(struct ods_handle *h);
+/* a handle goes: wait for its read-ahead, free it */
+void ods_ra_handle_close(struct ods_handle *h);
+/* a write is handed to the backend: what was read ahead of its file is
+ * not used from now until after it completes (wraps io->done) */
+void ods_ra_write_begin(struct ods_io *io);
 
 extern const struct ods_backend ods_backend_ref;
 extern const struct ods_backend ods_backend_gds; /* src/backends/gds/ (ODS_HAVE_GDS) */

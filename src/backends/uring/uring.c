@@ -739,6 +739,8 @@ static ssize_t uring_inline(struct ods_io *io)
 
 static void uring_submit(struct ods_io *io, bool may_block)
 {
+	if (io->opcode == OPENDS_WRITE)
+		ods_ra_write_begin(io); /* read-ahead of this file is not used until it ends */
 	ods_stage_submit(ur.stage, io, may_block);
 }
 
@@ -797,11 +799,11 @@ static void uring_describe(struct ods_handle *h, char *buf, size_t n)
 		return;
 	}
 	bool direct = ods_handle_fd_direct(h) >= 0;
-	snprintf(buf, n, "io_uring, %s; writes to partial blocks %s%s",
+	snprintf(buf, n, "io_uring, %s; writes to partial blocks %s%s; read ahead: %lu calls served",
 		 direct ? "O_DIRECT for uncached ranges and buffered reads for cached ones"
 			: "buffered only (O_DIRECT refused here)",
 		 ods_handle_fd_buffered(h) >= 0 ? "through a buffered fd" : "through a read-modify-write (POSIX path)",
-		 on_fuse(h->fd) ? "; writes through pwrite (FUSE)" : "");
+		 on_fuse(h->fd) ? "; writes through pwrite (FUSE)" : "", ods_ra_served(h));
 }
 
 const struct ods_backend ods_backend_uring = {
@@ -812,5 +814,7 @@ const struct ods_backend ods_backend_uring = {
 	.close = uring_close,
 	.submit = uring_submit,
 	.rw_inline = uring_inline,
+	.readahead = true,
+	.handle_close = ods_ra_handle_close, /* (requests in flight are waited for first) */
 	.describe = uring_describe,
 };

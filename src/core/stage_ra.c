@@ -1,0 +1,387 @@
+/*
+ * Read-ahead across sequential synchronous reads (issue 17, second lead).
+ *
+ * A caller reading a file in back-to-back synchronous calls never has more
+ * than one in flight, so each call pays its reads and then its copy in
+ * sequence. Once a handle has seen two calls in a row that continue each
+ * other (same size, the second starting where the first ended), the range
+ * of the next call is read into host staging (pinned where the
+ * accelerator pins) behind the current one, by the engine's workers; the
+ * next call that asks for exactly that range copies it from there while
+ * the range after it is read into the other buffer.
+ *
+ * Bounded: two buffers of the call's size per handle that reads ahead,
+ * taken from the staging budget (OPENDS_MAX_PINNED) and given back at
+ * deregistration; calls above RA_MAX or at most the inline size
+ * (OPENDS_INLINE_MAX) never read ahead, and neither does a handle whose
+ * buffers do not fit the budget. Only reads into device memory: into host
+ * memory the engine already reads straight into the caller's buffer with
+ * every worker, and the extra copy would cost more than it hides.
+ *
+ * Never stale (the guarantee written in include/opends.h):
+ * - the library's own writes: every write the backend takes counts in a
+ *   bucket of its file's (device, inode) while it runs, and bumps the
+ *   bucket's generation when it starts and when it ends. Read-ahead starts
+ *   only while no write of its bucket is running, and what it read is used
+ *   only if the generation has not moved since: any write to the file
+ *   through any handle that started after it discards it.
+ * - other processes: read-ahead starts only when the file's last change
+ *   (mtime and ctime from fstat) is at least RA_QUIET old, and what it read
+ *   is used only if fstat then shows the same size, mtime and ctime. A
+ *   write(2) updates both times when it starts, with the kernel's clock
+ *   granularity (a tick, at most 10 ms), so any write that starts after
+ *   the first fstat changes them. Not seen: a single write call that began
+ *   more than RA_QUIET before and is still copying, stores through a shared
+ *   mapping (mmap), and file systems whose times do not follow writes of
+ *   other clients (network file systems between their attribute
+ *   refreshes). Block devices never read ahead (no times to check).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "ods.h"
+
+#define RA_MAX ((size_t)64 << 20)          /* larger calls keep the engine's own overlap */
+#define RA_QUIET_NS (100 * 1000 * 1000LL)   /* 100 ms */
+#define NBUCKET 64u
+
+/* library writes by file */
+static struct {
+	atomic_uint_fast64_t gen;
+	atomic_uint running;
+} wb[NBUCKET];
+
+/* Reads kept in flight ahead of the caller: with one, the workers idle
+ * from the moment it completes until the caller's next call queues the
+ * following one; with two, a range is always queued behind the one being
+ * read. One more buffer holds the range being copied out. */
+#define RA_DEPTH 2
+#define RA_BUFS (RA_DEPTH + 1)
+
+struct slot {
+	char *buf;
+	bool pending;        /* a read of [off, +len) into buf was started */
+	off_t off;
+	size_t len;
+	uint64_t gen;        /* the bucket's generation when it started */
+	struct stat st;      /* the file then */
+	struct ods_io io;
+	atomic_uint done;    /* 0 in flight, 1 done (futex word) */
+};
+
+struct ra {
+	pthread_mutex_t lock;
+	off_t next;          /* where the last synchronous read ended */
+	size_t last;         /* and its size */
+	unsigned streak;     /* calls in a row that continued the one before */
+	atomic_bool want;    /* ods_ra_behind: read ahead from want_off */
+	off_t want_off;
+	size_t cap;          /* bytes of each slot's buffer */
+	bool pinned;         /* buffers from accel->mem->pinned_alloc */
+	bool refused;        /* the buffers did not fit the budget: never again */
+	unsigned head;       /* the oldest read started (slots head, head+1, ... pending) */
+	unsigned npending;
+	off_t ahead;         /* where the newest read started ends */
+	struct slot sl[RA_BUFS];
+	atomic_ulong served; /* calls served from it (opends_describe) */
+};
+
+static unsigned bucket(const struct ods_handle *h)
+{
+	uint64_t k = (uint64_t)h->ino * 0x9e3779b97f4a7c15ull ^ (uint64_t)h->dev;
+	return (unsigned)(k >> 32) % NBUCKET;
+}
+
+/* ---- library writes ---------------------------------------------------------- */
+
+static void write_done(struct ods_io *io)
+{
+	unsigned b = (unsigned)io->be_scratch[3];
+	io->done = (ods_io_done_fn)io->be_scratch[2];
+	atomic_fetch_add(&wb[b].gen, 1);
+	atomic_fetch_sub(&wb[b].running, 1);
+	io->done(io);
+}
+
+void ods_ra_write_begin(struct ods_io *io)
+{
+	if (io->fh->src)
+		return;
+	unsigned b = bucket(io->fh);
+	atomic_fetch_add(&wb[b].running, 1);
+	atomic_fetch_add(&wb[b].gen, 1);
+	io->be_scratch[2] = (uintptr_t)io->done;
+	io->be_scratch[3] = b;
+	io->done = write_done;
+}
+
+/* ---- the state ---------------------------------------------------------------- */
+
+static struct ra *ra_get(struct ods_handle *h)
+{
+	struct ra *r = atomic_load_explicit(&h->ra, memory_order_acquire);
+	if (r)
+		return r;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	pthread_mutex_init(&r->lock, NULL);
+	r->next = -1;
+	void *expected = NULL;
+	if (!atomic_compare_exchange_strong(&h->ra, &expected, r)) {
+		pthread_mutex_destroy(&r->lock);
+		free(r);
+		return expected;
+	}
+	return r;
+}
+
+static void ra_io_done(struct ods_io *io)
+{
+	struct slot *x = io->owner;
+	atomic_store_explicit(&x->done, 1, memory_order_release);
+	ods_futex_wake_all(&x->done);
+}
+
+static void slot_wait(struct slot *x)
+{
+	while (atomic_load_explicit(&x->done, memory_order_acquire) == 0)
+		ods_futex_wait(&x->done, 0);
+}
+
+/* wait for every read started and forget them */
+static void drain(struct ra *r)
+{
+	for (unsigned i = 0; i < RA_BUFS; i++) {
+		if (r->sl[i].pending)
+			slot_wait(&r->sl[i]);
+		r->sl[i].pending = false;
+	}
+	r->npending = 0;
+}
+
+static void bufs_free(struct ra *r)
+{
+	for (unsigned i = 0; i < RA_BUFS; i++) {
+		char *b = r->sl[i].buf;
+		if (!b)
+			continue;
+		if (r->pinned)
+			ods_drv.accel->mem->pinned_free(b, r->cap);
+		else
+			free(b);
+		r->sl[i].buf = NULL;
+	}
+	if (r->cap)
+		ods_pinned_release(RA_BUFS * r->cap);
+	r->cap = 0;
+}
+
+/* every buffer of at least n bytes (rounded to pages), within the budget;
+ * nothing pending */
+static bool bufs_get(struct ra *r, size_t n)
+{
+	n = (n + 4095) & ~(size_t)4095;
+	if (r->cap >= n)
+		return true;
+	bufs_free(r);
+	if (r->refused || !ods_pinned_reserve(RA_BUFS * n)) {
+		r->refused = true;
+		return false;
+	}
+	const struct ods_accel_mem *m = ods_drv.accel->mem;
+	r->pinned = m && m->pinned_alloc;
+	r->cap = n;
+	for (unsigned i = 0; i < RA_BUFS; i++) {
+		r->sl[i].buf = r->pinned ? m->pinned_alloc(n) : ods_aligned_alloc(n);
+		if (!r->sl[i].buf) {
+			bufs_free(r);
+			r->refused = true;
+			return false;
+		}
+	}
+	return true;
+}
+
+static long long ts_ns(const struct timespec *t)
+{
+	return (long long)t->tv_sec * 1000000000LL + t->tv_nsec;
+}
+
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_size == b->st_size && ts_ns(&a->st_mtim) == ts_ns(&b->st_mtim) &&
+	       ts_ns(&a->st_ctim) == ts_ns(&b->st_ctim);
+}
+
+/* ---- reading ahead -------------------------------------------------------------- */
+
+/* Start reading [r->ahead, +len) into the next free slot, behind whatever
+ * is queued; false when it may not (a library write of the file running,
+ * the file changed too recently, past its end, no memory). Lock held. */
+static bool start(struct ods_handle *h, struct ra *r, size_t len)
+{
+	unsigned b = bucket(h);
+	if (r->npending >= RA_DEPTH || atomic_load(&wb[b].running))
+		return false; /* (a library write to the file may be running) */
+	uint64_t gen = atomic_load(&wb[b].gen);
+	struct stat st;
+	struct timespec now;
+	off_t off = r->ahead;
+	if (fstat(h->fd, &st) != 0 || off >= st.st_size || clock_gettime(CLOCK_REALTIME, &now) != 0)
+		return false;
+	long long n = ts_ns(&now);
+	if (n - ts_ns(&st.st_mtim) < RA_QUIET_NS || n - ts_ns(&st.st_ctim) < RA_QUIET_NS)
+		return false; /* changed too recently to tell a later change by its times */
+	if (r->npending == 0 && !bufs_get(r, len))
+		return false;
+	if (len > r->cap)
+		return false;
+	struct slot *x = &r->sl[(r->head + r->npending) % RA_BUFS];
+	x->gen = gen;
+	x->st = st;
+	x->off = off;
+	x->len = len;
+	x->pending = true;
+	r->npending++;
+	r->ahead = off + (off_t)len;
+	atomic_store_explicit(&x->done, 0, memory_order_relaxed);
+	struct ods_io *io = &x->io;
+	memset(io, 0, sizeof(*io));
+	io->fh = h;
+	io->buf = x->buf;
+	io->size = len;
+	io->off = off;
+	io->opcode = OPENDS_READ;
+	io->mem = ODS_MEM_HOST;
+	io->done = ra_io_done;
+	io->owner = x;
+	ods_io_submit(io, false);
+	return true;
+}
+
+static bool enabled(const struct ods_io *io)
+{
+	struct ods_handle *h = io->fh;
+	/* (reads the backend runs inline never get here) */
+	return !ods_drv.cfg.no_readahead && !h->blockdev && !h->src && io->mem == ODS_MEM_DEVICE &&
+	       io->size <= RA_MAX &&
+	       atomic_load_explicit(&h->advice, memory_order_relaxed) != OPENDS_ADVICE_RANDOM;
+}
+
+/* The oldest read ahead, if it is this call's range and still good: the
+ * bytes to copy from x->buf, else -1 (everything ahead dropped). */
+static ssize_t usable(struct ods_handle *h, struct ra *r, const struct ods_io *io, struct slot **xp)
+{
+	if (!r->npending)
+		return -1;
+	struct slot *x = &r->sl[r->head];
+	if (x->off != io->off || io->size > x->len) {
+		drain(r); /* not the pattern it was read for */
+		return -1;
+	}
+	slot_wait(x);
+	ssize_t got = x->io.result;
+	struct stat st;
+	if (got < 0 || atomic_load(&wb[bucket(h)].gen) != x->gen || fstat(h->fd, &st) != 0 ||
+	    !same_file(&st, &x->st)) {
+		drain(r); /* failed, or the file changed since: read it anew */
+		return -1;
+	}
+	x->pending = false;
+	r->head = (r->head + 1) % RA_BUFS;
+	r->npending--;
+	*xp = x;
+	return (size_t)got < io->size ? got : (ssize_t)io->size;
+}
+
+ssize_t ods_ra_take(struct ods_io *io)
+{
+	if (!enabled(io))
+		return ODS_NOT_INLINE;
+	struct ods_handle *h = io->fh;
+	struct ra *r = ra_get(h);
+	if (!r || pthread_mutex_trylock(&r->lock) != 0)
+		return ODS_NOT_INLINE; /* another thread is reading this handle: no pattern to follow */
+	struct slot *x = NULL;
+	ssize_t n = usable(h, r, io, &x);
+	if (n >= 0) {
+		/* the ranges after it are read while this one is copied */
+		if (io->size == x->len && n == (ssize_t)io->size)
+			while (start(h, r, io->size))
+				;
+		int rc = n ? ods_drv.accel->copy_to_device(io->buf, x->buf, (size_t)n) : 0;
+		r->next = io->off + (off_t)n;
+		r->last = io->size;
+		r->streak++;
+		atomic_fetch_add_explicit(&r->served, 1, memory_order_relaxed);
+		pthread_mutex_unlock(&r->lock);
+		return rc ? -rc : n;
+	}
+	bool seq = io->off == r->next && io->size == r->last;
+	r->streak = seq ? r->streak + 1 : 0;
+	r->next = io->off + (off_t)io->size;
+	r->last = io->size;
+	atomic_store_explicit(&r->want,
+			      r->streak >= 1 || atomic_load_explicit(&h->advice, memory_order_relaxed) ==
+							OPENDS_ADVICE_SEQUENTIAL,
+			      memory_order_relaxed);
+	pthread_mutex_unlock(&r->lock);
+	return ODS_NOT_INLINE;
+}
+
+void ods_ra_behind(struct ods_io *io)
+{
+	struct ra *r = atomic_load_explicit(&io->fh->ra, memory_order_acquire);
+	if (!r || !atomic_load_explicit(&r->want, memory_order_relaxed))
+		return;
+	pthread_mutex_lock(&r->lock);
+	if (atomic_exchange_explicit(&r->want, false, memory_order_relaxed) && r->npending == 0 &&
+	    r->next == io->off + (off_t)io->size) {
+		r->ahead = r->next;
+		while (start(io->fh, r, io->size))
+			;
+	}
+	pthread_mutex_unlock(&r->lock);
+}
+
+unsigned long ods_ra_served(struct ods_handle *h)
+{
+	struct ra *r = atomic_load_explicit(&h->ra, memory_order_acquire);
+	return r ? atomic_load_explicit(&r->served, memory_order_relaxed) : 0;
+}
+
+void ods_ra_handle_close(struct ods_handle *h)
+{
+	struct ra *r = atomic_load_explicit(&h->ra, memory_order_acquire);
+	if (!r)
+		return;
+	drain(r);
+	bufs_free(r);
+	pthread_mutex_destroy(&r->lock);
+	free(r);
+	h->ra = NULL;
+}
+
+/* ---- the hint --------------------------------------------------------------------- */
+
+OPENDS_API opends_error_t opends_handle_advise(opends_handle_t fh, int advice)
+{
+	if (!ods_is_open())
+		return ods_err(ods_fail(OPENDS_DRIVER_NOT_INITIALIZED, "opends_handle_advise: driver is not open"), 0);
+	if (!fh)
+		return ods_err(ods_fail(OPENDS_INVALID_VALUE, "opends_handle_advise: fh is NULL"), 0);
+	if (advice != OPENDS_ADVICE_NORMAL && advice != OPENDS_ADVICE_SEQUENTIAL && advice != OPENDS_ADVICE_RANDOM)
+		return ods_err(ods_fail(OPENDS_INVALID_VALUE,
+					"opends_handle_advise: advice %d is not OPENDS_ADVICE_NORMAL, _SEQUENTIAL or _RANDOM",
+					advice),
+			       0);
+	struct ods_handle *h = ods_handle_lookup(fh);
+	if (!h)
+		return ods_err(ods_fail(OPENDS_HANDLE_NOT_REGISTERED, "opends_handle_advise: fh is not a registered handle"),
+			       0);
+	atomic_store_explicit(&h->advice, advice, memory_order_relaxed);
+	return ods_ok();
+}
