@@ -49,3 +49,15 @@ def test_license_metadata():
     assert re.search(r'^license = "MIT"$', text, re.M)
     assert "MIT License" in _read("LICENSE")
     assert "license : 'MIT'" in _read("meson.build")
+
+
+def test_wheel_carries_every_module():
+    """python/meson.build installs each file of the package by name: one
+    left out is missing from the wheel (ImportError only when installed)."""
+    listed = set(re.findall(r"'opends/([^']+)'", _read("python/meson.build")))
+    here = os.path.join(REPO, "python", "opends")
+    files = {f for f in os.listdir(here) if f.endswith((".py", ".typed"))}
+    assert files - listed == set(), "python/meson.build does not install %s" % sorted(files - listed)
+    if os.environ.get("OPENDS_EXPECT_PACKAGED") == "1":  # and the installed copy has them
+        inst = os.path.dirname(opends.__file__)
+        assert {f for f in files if not os.path.exists(os.path.join(inst, f))} == set()
