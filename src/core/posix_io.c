@@ -23,6 +23,7 @@
 #include "ods.h"
 
 #define BOUNCE (1u << 20)
+#define DIRECT_MAX ((size_t)1 << 30) /* bytes per direct pread */
 
 /* Read [off, off+size) of a direct fd through an aligned bounce buffer. */
 static ssize_t bounce_read(int fd, char *dst, size_t size, off_t off)
@@ -155,7 +156,10 @@ static ssize_t direct_read(struct ods_io *io, char *buf, size_t size, off_t off)
 {
 	size_t done = 0;
 	while (done < size) {
-		ssize_t r = pread(io->fh->fd, buf + done, size - done, off + (off_t)done);
+		/* a piece the kernel reads whole (it caps one read near 2 GiB):
+		 * anything less than asked is short */
+		size_t want = size - done < DIRECT_MAX ? size - done : DIRECT_MAX;
+		ssize_t r = pread(io->fh->fd, buf + done, want, off + (off_t)done);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0)
@@ -163,7 +167,7 @@ static ssize_t direct_read(struct ods_io *io, char *buf, size_t size, off_t off)
 		if (r == 0)
 			break;
 		done += (size_t)r;
-		if (done < size)
+		if ((size_t)r < want)
 			return refill(io, buf, done, size, off);
 	}
 	return (ssize_t)done;
