@@ -142,21 +142,18 @@ static void pset_clear(struct pset *s)
  * negated codes, operating-system errors become -1 with errno. Where the
  * same misuse gets another answer from NVIDIA's cuFile (1.15.1, measured on
  * the H200), NVIDIA's is given (docs/cufile-dropin.md, "Misuse"); only
- * failures pay for the checks. caller_errno: errno as the call found it. */
-static ssize_t io_ret(ssize_t r, int opcode, int caller_errno)
+ * failures pay for the checks. */
+static ssize_t io_ret(ssize_t r, int opcode)
 {
 	if (r >= 0)
 		return r;
 	switch (r) {
 	case -CU_FILE_INVALID_VALUE:
 	case -CU_FILE_INVALID_FILE_OPEN_FLAG:
-		/* NVIDIA's argument checks: -1 with the cuFile code in errno */
+	case -CU_FILE_INVALID_MAPPING_RANGE: /* past the registered buffer */
+		/* NVIDIA's checks of the arguments: -1 with the cuFile code
+		 * in errno (1.15.1, the three measured) */
 		errno = (int)-r;
-		return -1;
-	case -CU_FILE_INVALID_MAPPING_RANGE:
-		/* past the registered buffer: NVIDIA says -1 (its errno is
-		 * not known: left as the caller had it) */
-		errno = caller_errno;
 		return -1;
 	case -EBADF:
 		/* reading through a write-only fd: as the argument checks;
@@ -319,23 +316,20 @@ EXPORT CUfileError_t cuFileBufDeregister(const void *bufPtr_base)
 
 EXPORT ssize_t cuFileRead(CUfileHandle_t fh, void *bufPtr_base, size_t size, off_t file_offset, off_t bufPtr_offset)
 {
-	int caller_errno = errno;
 	CUfileError_t e = cfd_ensure_open();
 	if (e.err)
 		return -(ssize_t)e.err;
-	return io_ret(opends_sync_read((opends_handle_t)fh, bufPtr_base, size, file_offset, bufPtr_offset), OPENDS_READ,
-		      caller_errno);
+	return io_ret(opends_sync_read((opends_handle_t)fh, bufPtr_base, size, file_offset, bufPtr_offset), OPENDS_READ);
 }
 
 EXPORT ssize_t cuFileWrite(CUfileHandle_t fh, const void *bufPtr_base, size_t size, off_t file_offset,
 			   off_t bufPtr_offset)
 {
-	int caller_errno = errno;
 	CUfileError_t e = cfd_ensure_open();
 	if (e.err)
 		return -(ssize_t)e.err;
 	return io_ret(opends_sync_write((opends_handle_t)fh, bufPtr_base, size, file_offset, bufPtr_offset),
-		      OPENDS_WRITE, caller_errno);
+		      OPENDS_WRITE);
 }
 
 /* Scatter/gather: the segments one after another at consecutive file
@@ -343,22 +337,21 @@ EXPORT ssize_t cuFileWrite(CUfileHandle_t fh, const void *bufPtr_base, size_t si
 static ssize_t rwv(int opcode, CUfileHandle_t fh, const CUfileIOVec_t *iov, size_t iovcnt, off_t file_offset,
 		   unsigned flags)
 {
-	int caller_errno = errno;
 	CUfileError_t e = cfd_ensure_open();
 	if (e.err)
 		return -(ssize_t)e.err;
 	if ((!iov && iovcnt) || flags != 0 || file_offset < 0)
-		return io_ret(-(ssize_t)CU_FILE_INVALID_VALUE, opcode, caller_errno);
+		return io_ret(-(ssize_t)CU_FILE_INVALID_VALUE, opcode);
 	size_t total = 0;
 	for (size_t i = 0; i < iovcnt; i++) {
 		if (iov[i].len > (size_t)SSIZE_MAX - total)
-			return io_ret(-(ssize_t)CU_FILE_INVALID_VALUE, opcode, caller_errno);
+			return io_ret(-(ssize_t)CU_FILE_INVALID_VALUE, opcode);
 		off_t pos = file_offset + (off_t)total;
 		ssize_t r = opcode == OPENDS_READ
 				    ? opends_sync_read((opends_handle_t)fh, iov[i].base, iov[i].len, pos, 0)
 				    : opends_sync_write((opends_handle_t)fh, iov[i].base, iov[i].len, pos, 0);
 		if (r < 0)
-			return io_ret(r, opcode, caller_errno);
+			return io_ret(r, opcode);
 		total += (size_t)r;
 		if ((size_t)r < iov[i].len)
 			break;
