@@ -123,6 +123,8 @@ int ods_dispatch_start(int (*poll)(void))
 			rc = ods_fail(OPENDS_INTERNAL_ERROR, "could not start the stream dispatcher thread");
 		else
 			disp.started = true;
+		if (disp.started) /* named, so that a profile can tell its CPU from the rest */
+			pthread_setname_np(disp.th, "ods-dispatch");
 	}
 	pthread_mutex_unlock(&disp.lock);
 	return rc;
