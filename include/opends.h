@@ -308,7 +308,12 @@ OPENDS_API opends_error_t opends_describe(opends_handle_t fh, char *buf, size_t 
 /*
  * Register an open file descriptor (with or without O_DIRECT; regular file
  * or block device). The fd stays the caller's: it is not closed by
- * deregistration, and must stay open while the handle is registered. The
+ * deregistration, and must stay open while the handle is registered
+ * (as with cuFileHandleRegister): deregister first, then close. Closing it
+ * earlier is undefined: calls may fail with -EBADF (ref, and uring through
+ * the caller's fd) or go on through a descriptor the library opened itself
+ * (uring's O_DIRECT twin), and once the number is reused by another open
+ * they would reach that other file. The
  * access mode of the fd is kept: writing through a read-only handle, or
  * reading through a write-only one, fails with -EBADF.
  * An fd that can write and has O_APPEND is refused (pwrite on it lands at
