@@ -98,7 +98,9 @@ static void usage(FILE *f)
 		"                 best again after them, the highest kept\n"
 		"  ceiling-h2d    pinned host-to-GPU copy, best of 16/64/256 MiB copies (memcpy without GPU)\n"
 		"  ceiling-host   buffered pread of the hot big file, 16 threads and all cores x 1 MiB\n"
-		"  ceiling-write  pinned host memory written O_DIRECT, 1 and 8 threads x 16 MiB + fdatasync\n"
+		"  ceiling-write  pinned host memory written O_DIRECT, 1, 8 and 32 threads x 16 MiB + fdatasync\n"
+		"  ceiling-h2d2   (two GPUs) pinned copies into both GPUs at once: with ceiling-host and 2 x gpu1,\n"
+		"                 what bounds gpu2\n"
 		"A ratio beside a row compares it with its ceiling; 'BEATS IT' marks a ceiling beaten by\n"
 		"more than 5 %% (the ceiling was under-measured). +-N%%/R: spread of R runs around the median.\n",
 		"seq16m,files1t,rand4k,write16m,write8t,gpu1,dev1,gpu2,fanout2");

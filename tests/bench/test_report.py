@@ -193,3 +193,16 @@ def test_dropin_rows_and_summary(tmp_path):
     assert report.opends_backends(rows) == []  # the drop-in is no backend column of the leg tables
     line = next(l for l in report.summary_table(rows).splitlines() if "drop-in, hot" in l)
     assert line.rstrip(" |").endswith("2.00") and "NVIDIA libcufile 10114" in line and ", 1 thread(s)" in line
+
+
+def test_gpu2_one_bound_in_both_tables(tmp_path):
+    rows = write(tmp_path, [
+        ("big", "gpu1", "opends:uring", "hot", 1, 1, "40000", 0, 1, "device"),
+        ("big", "read", "ceiling-host", "hot", 1, 1, "110000", 0),
+        ("big", "copy", "ceiling-h2d2", "hot", 1, 1, "50000", 0),
+        ("big", "gpu2", "opends:uring", "hot", 1, 1, "45000", 0, 1, "device"),
+    ])
+    g = row_of(report.caller_table(rows), "gpu2")
+    assert g[4] == "min(2× gpu1, host, h2d2) 50000" and g[5] == "0.90"
+    s = next(l for l in report.summary_table(rows).splitlines() if "issue 19: gpu2" in l)
+    assert "min(2× gpu1, host, h2d2) 50000" in s and s.rstrip(" |").endswith("0.90")

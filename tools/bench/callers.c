@@ -405,6 +405,17 @@ static void gpu_legs(struct caller *c, const char *bn, char *dest)
 		gpu_record(c, &d1, gpu_leg, "dev1", bn);
 	}
 	g.n = 2;
+	if (two && caller_wanted("gpu2") && opt.baselines) {
+		/* ceiling-h2d2: do the two GPUs' copies add up on this host? */
+		struct leg_result r = { 0 };
+		double mib = gpu_h2d_ceiling_ngpu(2);
+		r.bytes = (uint64_t)8 << 30;
+		r.seconds = mib > 0 ? 8192.0 / mib : 0;
+		r.error = mib > 0 ? 0 : -EIO;
+		snprintf(r.config, sizeof(r.config), "pinned cuMemcpyHtoD on both GPUs at once, 4 x 256 MiB each, best of 3");
+		struct rec k = { bn, "copy", "ceiling-h2d2", "hot", "device", 2, 0, 256u << 20, 0 };
+		record(&k, &r);
+	}
 	if (two && caller_wanted("gpu2"))
 		gpu_record(c, &g, gpu_leg, "gpu2", bn);
 	if (two && caller_wanted("fanout2") && fanout)

@@ -4,6 +4,7 @@
 #include "gpu.h"
 
 #include <stdint.h>
+#include <pthread.h>
 #include <stdio.h>
 
 #include "stats.h"
@@ -147,6 +148,76 @@ out:
 	return best;
 }
 
+/* ceiling-h2d2: n threads, one per GPU (its primary context), each copying
+ * 256 MiB pinned -> its device's memory 4 times, all at once; the figure
+ * is all bytes over the wall time, best of 3. Whether the GPUs' copies add
+ * up on this host is what bounds gpu2. */
+struct h2dn {
+	int dev;
+	pthread_barrier_t *go;
+	int err;
+};
+
+#define H2DN_BYTES ((size_t)256 << 20)
+
+static void *h2dn_worker(void *arg)
+{
+	struct h2dn *a = arg;
+	void *h = NULL;
+	CUdeviceptr d = 0;
+	a->err = !gpu_bind_device(a->dev) || ods_cu.cuMemAllocHost(&h, H2DN_BYTES) || ods_cu.cuMemAlloc(&d, H2DN_BYTES) ||
+		 ods_cu.cuMemcpyHtoD(d, h, H2DN_BYTES);
+	for (int round = 0; round < 3; round++) {
+		pthread_barrier_wait(a->go); /* all start together */
+		for (int i = 0; i < 4 && !a->err; i++)
+			a->err = ods_cu.cuMemcpyHtoD(d, h, H2DN_BYTES) != CUDA_SUCCESS;
+		if (!a->err)
+			a->err = ods_cu.cuCtxSynchronize() != CUDA_SUCCESS;
+		pthread_barrier_wait(a->go); /* all done */
+	}
+	if (d)
+		ods_cu.cuMemFree(d);
+	if (h)
+		ods_cu.cuMemFreeHost(h);
+	return NULL;
+}
+
+double gpu_h2d_ceiling_ngpu(unsigned n)
+{
+	pthread_t t[8];
+	struct h2dn a[8];
+	pthread_barrier_t go;
+	double best = 0;
+	if (n < 1 || n > 8 || pthread_barrier_init(&go, NULL, n + 1))
+		return 0;
+	unsigned started = 0;
+	for (; started < n; started++) {
+		a[started] = (struct h2dn){ (int)started, &go, 0 };
+		if (pthread_create(&t[started], NULL, h2dn_worker, &a[started]))
+			break;
+	}
+	if (started < n) { /* cannot happen in practice; the barrier would never open */
+		fprintf(stderr, "ceiling-h2d2: cannot start %u threads\n", n);
+		exit(1);
+	}
+	for (int round = 0; round < 3; round++) {
+		pthread_barrier_wait(&go);
+		uint64_t t0 = st_now_ns();
+		pthread_barrier_wait(&go);
+		double mib = st_mib_s((uint64_t)H2DN_BYTES * 4 * n, st_seconds(t0, st_now_ns()));
+		if (mib > best)
+			best = mib;
+	}
+	for (unsigned i = 0; i < started; i++) {
+		pthread_join(t[i], NULL);
+		if (a[i].err)
+			best = 0;
+	}
+	pthread_barrier_destroy(&go);
+	gpu_bind_device(0);
+	return best;
+}
+
 void *gpu_stream_create(void)
 {
 	CUstream s = NULL;
@@ -195,6 +266,7 @@ bool gpu_bind_device(int dev) { (void)dev; return false; }
 void *gpu_alloc_on(int dev, size_t n) { (void)dev; (void)n; return NULL; }
 size_t gpu_free_bytes(void) { return 0; }
 double gpu_h2d_ceiling(size_t bytes) { (void)bytes; return 0; }
+double gpu_h2d_ceiling_ngpu(unsigned n) { (void)n; return 0; }
 void *gpu_stream_create(void) { return NULL; }
 int gpu_stream_sync(void *stream) { (void)stream; return -1; }
 void gpu_stream_destroy(void *stream) { (void)stream; }

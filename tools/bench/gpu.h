@@ -24,6 +24,8 @@ bool gpu_bind_device(int dev);
 void *gpu_alloc_on(int dev, size_t n);      /* device memory on dev; binds dev */
 size_t gpu_free_bytes(void);                /* free memory of device 0 */
 /* pinned host → device copy bandwidth in MiB/s, best of a few runs */
+/* all of n GPUs' pinned copies at once (MiB/s); 0 without them */
+double gpu_h2d_ceiling_ngpu(unsigned n);
 double gpu_h2d_ceiling(size_t bytes);
 /* a non-blocking stream of the context, its synchronisation, its end */
 void *gpu_stream_create(void);
