@@ -43,7 +43,7 @@ nodes=$(numactl -H 2>/dev/null | sed -n 's/^available: \([0-9]*\) nodes.*/\1/p')
 echo "NUMA nodes: ${nodes:-unknown}"
 if [ "${nodes:-1}" -gt 1 ]; then
 	bdf=$(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader -i 0 | tr 'A-F' 'a-f' | sed 's/^0000//')
-	node=$(cat "/sys/bus/pci/devices/0000$bdf/numa_node" 2>/dev/null || echo 0)
+	node=$(cat "/sys/bus/pci/devices/$bdf/numa_node" 2>/dev/null || echo 0) # 00000000:19:00.0 -> 0000:19:00.0
 	[ "$node" -ge 0 ] 2>/dev/null || node=0
 	for lib in "$NV_LIB" "$dlib"; do
 		[ -f "$lib" ] || continue
