@@ -157,13 +157,18 @@ out:
 
 /* ---- open / close -------------------------------------------------------- */
 
+/* Only the contexts the library retained are entered: a place of a
+ * caller's own context (cuCtxCreate) may have been destroyed by now, and
+ * pushing a destroyed context is undefined (it crashed in
+ * cuCtxPopCurrent at close on the GPU machine); that context's streams went
+ * with it, or stay with it (a few streams) while it lives. Device 0's
+ * primary context is released last, after its streams are gone. */
 static void places_free(void)
 {
-	if (C.base)
-		ods_cu.cuDevicePrimaryCtxRelease(C.pl[0]->cudev);
+	CUdevice base_dev = C.base ? C.pl[0]->cudev : 0;
 	for (unsigned i = 0; i < C.nplaces; i++) {
 		struct place *p = C.pl[i];
-		if (p->ctx && ods_cu.cuCtxPushCurrent(p->ctx) == CUDA_SUCCESS) {
+		if (p->ctx && p->retained && ods_cu.cuCtxPushCurrent(p->ctx) == CUDA_SUCCESS) {
 			for (int k = 0; k < SYNC_STREAMS; k++)
 				if (p->sync_stream[k])
 					ods_cu.cuStreamDestroy(p->sync_stream[k]);
@@ -178,6 +183,8 @@ static void places_free(void)
 		pthread_mutex_destroy(&p->lock);
 		free(p);
 	}
+	if (C.base)
+		ods_cu.cuDevicePrimaryCtxRelease(base_dev);
 	pthread_mutex_destroy(&C.lock);
 	memset(&C, 0, sizeof(C));
 }
@@ -561,6 +568,13 @@ static void lane_dev_free(struct lane *l, unsigned pl)
 {
 	struct lane_dev *ld = l->d[pl];
 	struct place *p = C.pl[pl];
+	if (ld && !p->retained) {
+		/* a caller's context, perhaps destroyed: never entered at close
+		 * (places_free); its stream and events stay with it */
+		free(ld);
+		l->d[pl] = NULL;
+		return;
+	}
 	if (!ld || use_ctx(p->ctx))
 		return;
 	if (ld->s)
