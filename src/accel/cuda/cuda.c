@@ -564,11 +564,11 @@ struct lane {
 	uint8_t fence_place[];  /* where fence i was recorded */
 };
 
-static void lane_dev_free(struct lane *l, unsigned pl)
+static void lane_dev_free(struct lane *l, unsigned pl, bool closing)
 {
 	struct lane_dev *ld = l->d[pl];
 	struct place *p = C.pl[pl];
-	if (ld && !p->retained) {
+	if (ld && closing && !p->retained) {
 		/* a caller's context, perhaps destroyed: never entered at close
 		 * (places_free); its stream and events stay with it */
 		free(ld);
@@ -600,7 +600,7 @@ static void cuda_lane_destroy(void *lane)
 {
 	struct lane *l = lane;
 	for (unsigned i = 0; i < ODS_MAX_DEVICES; i++)
-		lane_dev_free(l, i);
+		lane_dev_free(l, i, true);
 	free(l);
 }
 
@@ -629,7 +629,7 @@ static int lane_enter(struct lane *l, const void *p)
 		for (unsigned i = 0; r == CUDA_SUCCESS && i < l->n; i++)
 			r = ods_cu.cuEventCreate(&ld->ev[i], CU_EVENT_DISABLE_TIMING);
 		if (r != CUDA_SUCCESS) {
-			lane_dev_free(l, pl);
+			lane_dev_free(l, pl, false);
 			return ods_cu_fail(r, "creating a copy stream and its events");
 		}
 	}
