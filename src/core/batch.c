@@ -298,6 +298,13 @@ OPENDS_API opends_error_t opends_batch_get_status(opends_batch_t batch, unsigned
 			break;
 	}
 	unsigned n = 0;
+	/* the first failed event whose request says why (a source's failure
+	 * names the source, object and offset): opends_last_error_detail()
+	 * repeats it, as opends_async_await does; the strings live as long as
+	 * the process */
+	const char *why = NULL;
+	void *why_cookie = NULL;
+	long why_res = 0;
 	while (n < *nr && b->ready_head) {
 		struct bentry *e = b->ready_head;
 		b->ready_head = e->next;
@@ -307,6 +314,11 @@ OPENDS_API opends_error_t opends_batch_get_status(opends_batch_t batch, unsigned
 		events[n].cookie = e->cookie;
 		events[n].status = e->status;
 		events[n].ret = e->io.result;
+		if (!why && e->io.result < 0 && e->io.why) {
+			why = e->io.why;
+			why_cookie = e->cookie;
+			why_res = (long)e->io.result;
+		}
 		n++;
 		e->state = E_FREE;
 		e->next = b->free_list;
@@ -314,6 +326,8 @@ OPENDS_API opends_error_t opends_batch_get_status(opends_batch_t batch, unsigned
 	}
 	pthread_mutex_unlock(&b->lock);
 	*nr = n;
+	if (why)
+		ods_fail((int)-why_res, "opends_batch_get_status: the entry with cookie %p: %s", why_cookie, why);
 	return ods_ok();
 }
 

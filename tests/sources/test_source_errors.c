@@ -99,6 +99,12 @@ static void expect_read(opends_handle_t fh, size_t size, off_t off, ssize_t want
 	}
 	r = do_io(BATCH, OPENDS_READ, fh, buf, size, off, 0);
 	CHECKF(r == want, "%s: batch read got %zd, want %zd", what, r, want);
+	if (want < 0) {
+		/* the status call repeats the failed entry's own detail */
+		CHECKF(strstr(t_detail(), "opends_batch_get_status: the entry with cookie") &&
+			       strstr(t_detail(), "fake://obj: read of") && strstr(t_detail(), "failed at offset"),
+		       "%s: the batch detail does not name the source and offset: %s", what, t_detail());
+	}
 	free(buf);
 }
 
