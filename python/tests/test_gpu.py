@@ -163,8 +163,8 @@ def test_read_fanout_two_gpus(tmp_path):
     b = torch.zeros(n + 10, dtype=torch.uint8, device="cuda:1")
     with opends.File(str(p)) as f:
         assert f.read_fanout([a, b], n - 5, 5, buf_offsets=[3, 10]) == n - 5
-    assert torch.equal(a[3 : n - 2].cpu(), data[5:]) and torch.equal(b[10:].cpu(), data[5:])
-    assert not a[:3].any() and not a[n - 2 :].any() and not b[:10].any()
+    assert torch.equal(a[3 : n - 2].cpu(), data[5:]) and torch.equal(b[10 : n + 5].cpu(), data[5:])
+    assert not a[:3].any() and not a[n - 2 :].any() and not b[:10].any() and not b[n + 5 :].any()
 
 
 def test_safetensors_two_gpus(tmp_path):
