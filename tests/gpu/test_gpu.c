@@ -20,18 +20,8 @@
  */
 #include <pthread.h>
 
-#include "../common.h"
-#include "cuda_api.h"
+#include "gpu_common.h"
 
-#define CU(call)                                                                       \
-	do {                                                                           \
-		CUresult r_ = (call);                                                  \
-		if (r_ != CUDA_SUCCESS) {                                              \
-			const char *s_ = "?";                                          \
-			ods_cu.cuGetErrorString(r_, &s_);                                   \
-			FAILF("%s: CUresult %d (%s)", #call, (int)r_, s_);             \
-		}                                                                      \
-	} while (0)
 
 static CUcontext primary;
 static uint8_t *oracle;
@@ -42,20 +32,8 @@ static uint8_t *host; /* DEVLEN bytes of host scratch */
 
 static void load_cuda(void)
 {
-	char why[256];
 	static const char *const need[] = { "cuCtxCreate", NULL };
-	const char *miss;
-	int n = 0;
-	if (ods_cu_load(why, sizeof why) != ODS_CU_OK)
-		skip("%s", why);
-	if ((miss = ods_cu_missing(need)))
-		skip("libcuda.so.1 has no %s", miss);
-	if (ods_cu.cuDeviceGetCount(&n) != CUDA_SUCCESS || n == 0)
-		skip("no CUDA device");
-	CUdevice d;
-	CU(ods_cu.cuDeviceGet(&d, 0));
-	CU(ods_cu.cuDevicePrimaryCtxRetain(&primary, d));
-	CU(ods_cu.cuCtxSetCurrent(primary));
+	gpu_open(need, 1, &primary, 1, NULL);
 }
 
 /* ---- reads into device memory --------------------------------------------- */

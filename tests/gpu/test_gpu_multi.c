@@ -17,15 +17,8 @@
  */
 #include <pthread.h>
 
-#include "../common.h"
-#include "cuda_api.h"
+#include "gpu_common.h"
 
-#define CU(call)                                                                                  \
-	do {                                                                                      \
-		CUresult r_ = (call);                                                             \
-		if (r_ != CUDA_SUCCESS)                                                           \
-			FAILF("%s: CUresult %d (%s)", #call, (int)r_, ods_cu_errstr(r_));         \
-	} while (0)
 
 #define MAXG 16
 #define DEVLEN (16 * T_MiB)
@@ -39,17 +32,8 @@ static char path[PATH_MAX], wpath[PATH_MAX];
 
 static void load_cuda(void)
 {
-	char why[256];
-	if (ods_cu_load(why, sizeof why) != ODS_CU_OK)
-		skip("%s", why);
-	if (ods_cu.cuDeviceGetCount(&ng) != CUDA_SUCCESS || ng < 2)
-		skip("fewer than two CUDA devices (%d)", ng);
-	if (ng > MAXG)
-		ng = MAXG;
+	gpu_open(NULL, 2, prim, MAXG, &ng);
 	for (int i = 0; i < ng; i++) {
-		CUdevice d;
-		CU(ods_cu.cuDeviceGet(&d, i));
-		CU(ods_cu.cuDevicePrimaryCtxRetain(&prim[i], d));
 		CU(ods_cu.cuCtxSetCurrent(prim[i]));
 		CU(ods_cu.cuMemAlloc(&dbuf[i], DEVLEN));
 	}

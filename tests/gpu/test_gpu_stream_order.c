@@ -24,17 +24,8 @@
 
 #include "../test_stream_common.h"
 #include "../test_stream_late.h"
-#include "cuda_api.h"
+#include "gpu_common.h"
 
-#define CU(call)                                                                       \
-	do {                                                                           \
-		CUresult r_ = (call);                                                  \
-		if (r_ != CUDA_SUCCESS) {                                              \
-			const char *s_ = "?";                                          \
-			ods_cu.cuGetErrorString(r_, &s_);                                   \
-			FAILF("%s: CUresult %d (%s)", #call, (int)r_, s_);             \
-		}                                                                      \
-	} while (0)
 
 #define FIXED (OPENDS_STREAM_FIXED_BUF_OFFSET | OPENDS_STREAM_FIXED_FILE_OFFSET | OPENDS_STREAM_FIXED_FILE_SIZE)
 
@@ -44,16 +35,7 @@ static CUcontext primary;
 
 static void load_cuda(void)
 {
-	char why[256];
-	int n = 0;
-	if (ods_cu_load(why, sizeof why) != ODS_CU_OK)
-		skip("%s", why);
-	if (ods_cu.cuDeviceGetCount(&n) != CUDA_SUCCESS || n == 0)
-		skip("no CUDA device");
-	CUdevice d;
-	CU(ods_cu.cuDeviceGet(&d, 0));
-	CU(ods_cu.cuDevicePrimaryCtxRetain(&primary, d));
-	CU(ods_cu.cuCtxSetCurrent(primary));
+	gpu_open(NULL, 1, &primary, 1, NULL);
 }
 
 /* device memory of n bytes, every byte T_CANARY */

@@ -30,7 +30,7 @@
 #include "../common.h"
 
 #ifdef ODS_GS_CUDA
-#include "cuda_api.h"
+#include "gpu_common.h"
 #endif
 
 #define REGION (8 * T_MiB)
@@ -62,12 +62,6 @@ static const char *const sk_name[] = { "NULL", "default-handle", "library's", "c
 #endif
 static CUcontext primary;
 
-static void cu_ok(CUresult r, const char *what)
-{
-	if (r != CUDA_SUCCESS)
-		FAILF("%s: CUresult %d (%s)", what, (int)r, ods_cu_errstr(r));
-}
-#define CU(call) cu_ok((call), #call)
 #endif
 
 static void *default_handle(void)
@@ -414,16 +408,7 @@ int main(int argc, char **argv)
 	cuda = !(accel && !strcmp(accel, "hostdev"));
 	if (cuda) {
 #ifdef ODS_GS_CUDA
-		char why[256];
-		int n = 0;
-		if (ods_cu_load(why, sizeof why) != ODS_CU_OK)
-			skip("%s", why);
-		if (ods_cu.cuDeviceGetCount(&n) != CUDA_SUCCESS || n == 0)
-			skip("no CUDA device");
-		CUdevice d;
-		CU(ods_cu.cuDeviceGet(&d, 0));
-		CU(ods_cu.cuDevicePrimaryCtxRetain(&primary, d));
-		CU(ods_cu.cuCtxSetCurrent(primary));
+		gpu_open(NULL, 1, &primary, 1, NULL);
 #else
 		skip("built without cuda.h: run with OPENDS_ACCEL=hostdev");
 #endif
