@@ -8,7 +8,8 @@
  *    is a run of commands queued on the caller's stream
  *    (docs/stream-ordering.md).
  *    stream_dispatch.c holds what it runs on (a dispatcher thread, a
- *    staging pool).
+ *    staging pool), stream_accel_reg.c the streams it knows (made,
+ *    registered with their hints) and its operations in flight.
  *  - stream_host.c: on library-owned host queues, what a stream is when
  *    there is no accelerator stream to order against.
  * The engine is chosen once, when the driver opens (ods_streams_init).
@@ -91,6 +92,23 @@ void ods_staging_fini(void); /* after every operation ended */
 void ods_dispatch_forget(void);
 
 extern const struct ods_stream_engine ods_stream_accel; /* stream_accel.c */
+
+/* stream_accel_reg.c: the accelerator streams the library made or knows
+ * registered, for stream_accel.c's engine (its create/destroy/reg/dereg/
+ * sync hooks), and the count of its operations in flight. */
+opends_error_t ods_astream_create(opends_stream_t *stream);
+opends_error_t ods_astream_destroy(opends_stream_t stream);
+opends_error_t ods_astream_reg(opends_stream_t stream, unsigned flags);
+bool ods_astream_dereg(opends_stream_t stream);
+opends_error_t ods_astream_sync(opends_stream_t stream);
+/* whether s is registered with every OPENDS_STREAM_FIXED_* flag */
+bool ods_astream_fixed(void *s);
+/* operations enqueued and not yet ended: +1 / -1 */
+void ods_ainflight_add(int d);
+/* wait until none is in flight, destroy the streams the library made */
+void ods_astreams_fini(void);
+/* the child of a fork: drop everything without locking or freeing */
+void ods_astreams_forget(void);
 extern const struct ods_stream_engine ods_stream_host;  /* stream_host.c */
 
 #endif

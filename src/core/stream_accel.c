@@ -35,71 +35,6 @@
 #define BIG_SLOTS 16u
 _Static_assert(SLOTS * PIECE <= ODS_STAGE_MAX && BIG_SLOTS * BIG_PIECE <= ODS_STAGE_MAX, "staging fits a class");
 
-#define FIXED_ARGS \
-	(OPENDS_STREAM_FIXED_BUF_OFFSET | OPENDS_STREAM_FIXED_FILE_OFFSET | OPENDS_STREAM_FIXED_FILE_SIZE)
-
-/* What the library knows of an accelerator stream: whether it made it,
- * and the registration hints. A small array: programs use few streams. */
-struct astream {
-	void *s;
-	bool created, registered;
-	unsigned flags;
-};
-static pthread_mutex_t astreams_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t astreams_idle = PTHREAD_COND_INITIALIZER;
-static struct astream *astreams;
-static size_t nastreams, astreams_cap;
-static unsigned ainflight; /* operations enqueued and not yet ended */
-
-/* caller holds astreams_lock; NULL when unknown (add: make an entry) */
-static struct astream *astream_find(void *s, bool add)
-{
-	for (size_t i = 0; i < nastreams; i++)
-		if (astreams[i].s == s)
-			return &astreams[i];
-	if (!add)
-		return NULL;
-	if (nastreams == astreams_cap) {
-		size_t ncap = astreams_cap ? astreams_cap * 2 : 16;
-		struct astream *n = realloc(astreams, ncap * sizeof(*n));
-		if (!n)
-			return NULL;
-		astreams = n;
-		astreams_cap = ncap;
-	}
-	struct astream *a = &astreams[nastreams++];
-	memset(a, 0, sizeof(*a));
-	a->s = s;
-	return a;
-}
-
-/* caller holds astreams_lock; drop entries that say nothing */
-static void astream_trim(struct astream *a)
-{
-	if (!a->created && !a->registered)
-		*a = astreams[--nastreams];
-}
-
-static void ainflight_add(int d)
-{
-	pthread_mutex_lock(&astreams_lock);
-	ainflight += d;
-	if (ainflight == 0)
-		pthread_cond_broadcast(&astreams_idle);
-	pthread_mutex_unlock(&astreams_lock);
-}
-
-/* Whether the values behind an operation's pointers may be read at the
- * call: its stream is registered as keeping all of them fixed. */
-static bool astream_fixed(void *s)
-{
-	pthread_mutex_lock(&astreams_lock);
-	struct astream *a = astream_find(s, false);
-	bool fixed = a && a->registered && (a->flags & FIXED_ARGS) == FIXED_ARGS;
-	pthread_mutex_unlock(&astreams_lock);
-	return fixed;
-}
-
 /* Stream writes enqueued and not yet ended: while there are any, no read
  * starts before its stream gets there, so it cannot overtake a write
  * queued ahead of it on some stream. */
@@ -171,7 +106,8 @@ struct aop {
 };
 
 static struct aop *watch;      /* staged operations the dispatcher watches (its own) */
-static struct aop *quarantine; /* cut operations (astreams_lock): kept, never reused */
+static struct aop *quarantine; /* cut operations (quarantine_lock): kept, never reused */
+static pthread_mutex_t quarantine_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static char *slot_of(struct aop *op, unsigned idx)
 {
@@ -201,7 +137,7 @@ static void op_put(struct aop *op)
 	if (atomic_fetch_sub(&op->refs, 1) != 1)
 		return;
 	op_free(op);
-	ainflight_add(-1);
+	ods_ainflight_add(-1);
 }
 
 /* A piece is over. Each opens its gate, except the last piece's, which
@@ -447,11 +383,11 @@ static void cut_end(struct aop *op)
 			acc->gate_put(op->p[i].gate), op->p[i].gate = NULL;
 	if (op->a.opcode == OPENDS_WRITE)
 		atomic_fetch_sub(&awrites, 1); /* it writes nothing */
-	pthread_mutex_lock(&astreams_lock);
+	pthread_mutex_lock(&quarantine_lock);
 	op->wnext = quarantine;
 	quarantine = op;
-	pthread_mutex_unlock(&astreams_lock);
-	ainflight_add(-1);
+	pthread_mutex_unlock(&quarantine_lock);
+	ods_ainflight_add(-1);
 }
 
 /* The dispatcher's round over its watch list: begin the operations the
@@ -707,7 +643,7 @@ static opends_error_t accel_enqueue(const char *fn, const struct ods_sargs *a, o
 	atomic_init(&op->short_at, LLONG_MAX);
 	/* reads with fixed arguments begin now, unless a stream write may be
 	 * ahead of them */
-	bool early = plan && !write && atomic_load(&awrites) == 0 && astream_fixed(stream);
+	bool early = plan && !write && atomic_load(&awrites) == 0 && ods_astream_fixed(stream);
 	op->base = plan && !early;
 	if (plan) {
 		op->dev = io.buf;
@@ -735,7 +671,7 @@ static opends_error_t accel_enqueue(const char *fn, const struct ods_sargs *a, o
 		size_t at = (size_t)i * piece;
 		pc->pre_from = op->valid0 <= at ? 0 : op->valid0 - at < pc->len ? op->valid0 - at : pc->len;
 	}
-	ainflight_add(1);
+	ods_ainflight_add(1);
 	bool queued;
 	rc = queue_head(op, stream, &queued);
 	if (rc && !queued) {
@@ -767,16 +703,7 @@ static opends_error_t accel_enqueue(const char *fn, const struct ods_sargs *a, o
 
 static void accel_fini(void)
 {
-	pthread_mutex_lock(&astreams_lock);
-	while (ainflight)
-		pthread_cond_wait(&astreams_idle, &astreams_lock);
-	for (size_t i = 0; i < nastreams; i++)
-		if (astreams[i].created)
-			ods_drv.accel->streams->stream_destroy(astreams[i].s);
-	free(astreams);
-	astreams = NULL;
-	nastreams = astreams_cap = 0;
-	pthread_mutex_unlock(&astreams_lock);
+	ods_astreams_fini(); /* waits for every operation */
 	ods_dispatch_stop();
 	ods_staging_fini();
 }
@@ -786,88 +713,10 @@ static int accel_init(void)
 	return 0; /* the dispatcher starts with the first operation */
 }
 
-static opends_error_t accel_create(opends_stream_t *stream)
-{
-	void *as = NULL;
-	int rc = ods_drv.accel->streams->stream_create(&as);
-	if (rc)
-		return ods_err(rc, 0);
-	pthread_mutex_lock(&astreams_lock);
-	struct astream *a = astream_find(as, true);
-	if (a)
-		a->created = true;
-	pthread_mutex_unlock(&astreams_lock);
-	if (!a) {
-		ods_drv.accel->streams->stream_destroy(as);
-		return ods_err(ods_fail(OPENDS_NOMEM_ERROR, "opends_stream_create: out of memory"), ENOMEM);
-	}
-	*stream = as;
-	return ods_ok();
-}
-
-static opends_error_t accel_destroy(opends_stream_t stream)
-{
-	pthread_mutex_lock(&astreams_lock);
-	struct astream *a = stream ? astream_find(stream, false) : NULL;
-	bool ours = a && a->created;
-	if (ours) {
-		a->created = a->registered = false;
-		astream_trim(a);
-	}
-	pthread_mutex_unlock(&astreams_lock);
-	if (!ours)
-		return ods_err(ods_fail(OPENDS_INVALID_VALUE,
-					"opends_stream_destroy: stream %p was not made by opends_stream_create", stream),
-			       0);
-	int rc = ods_drv.accel->streams->stream_destroy(stream);
-	return rc ? ods_err(rc, 0) : ods_ok();
-}
-
-/* any stream of the accelerator may be registered, the NULL (default)
- * stream included */
-static opends_error_t accel_reg(opends_stream_t stream, unsigned flags)
-{
-	pthread_mutex_lock(&astreams_lock);
-	struct astream *a = astream_find(stream, true);
-	if (a) {
-		a->registered = true;
-		a->flags = flags;
-	}
-	pthread_mutex_unlock(&astreams_lock);
-	if (!a)
-		return ods_err(ods_fail(OPENDS_NOMEM_ERROR, "opends_stream_register: out of memory"), ENOMEM);
-	return ods_ok();
-}
-
-static bool accel_dereg(opends_stream_t stream)
-{
-	pthread_mutex_lock(&astreams_lock);
-	struct astream *a = astream_find(stream, false);
-	bool was = a && a->registered;
-	if (was) {
-		a->registered = false;
-		a->flags = 0;
-		astream_trim(a);
-	}
-	pthread_mutex_unlock(&astreams_lock);
-	return was;
-}
-
-/* the stream holds every operation until it completed, so waiting for
- * the stream waits for them too */
-static opends_error_t accel_sync(opends_stream_t stream)
-{
-	int rc = ods_drv.accel->streams->stream_sync(stream);
-	return rc ? ods_err(rc, 0) : ods_ok();
-}
-
 static void accel_forget(void)
 {
-	astreams_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
-	astreams_idle = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
-	astreams = NULL;
-	nastreams = astreams_cap = 0;
-	ainflight = 0;
+	ods_astreams_forget();
+	quarantine_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
 	watch = NULL;
 	quarantine = NULL;
 	atomic_store(&awrites, 0);
@@ -877,11 +726,11 @@ static void accel_forget(void)
 const struct ods_stream_engine ods_stream_accel = {
 	.init = accel_init,
 	.fini = accel_fini,
-	.create = accel_create,
-	.destroy = accel_destroy,
-	.reg = accel_reg,
-	.dereg = accel_dereg,
+	.create = ods_astream_create,
+	.destroy = ods_astream_destroy,
+	.reg = ods_astream_reg,
+	.dereg = ods_astream_dereg,
 	.enqueue = accel_enqueue,
-	.sync = accel_sync,
+	.sync = ods_astream_sync,
 	.forget = accel_forget,
 };
