@@ -8,6 +8,10 @@ the page cache). Prints GB/s of each and the ratio many/one (the goal is
     python3 python/bench_many_tensors.py --device cuda:0 --loaders opends,safetensors,fastsafetensors \
         --out many.csv && bench/report --add-safetensors many.csv RESULTS_DIR
 
+For opends, a line per file gives the median milliseconds of each phase
+of the load (header read, JSON parse, checks, tensor creation, waiting for
+the data read) and the parser used (orjson where importable).
+
 Files are written once into --dir (default $TMPDIR or /tmp) and kept.
 --out writes one CSV row per loader and file (the columns of
 python/bench_safetensors.py's CSV, which bench/report --add-safetensors
@@ -166,7 +170,7 @@ def measure(name, load, args, one, many, total, ref, sync):
     rates, equal = {}, {}
     for label, path in (("one", one), ("many", many)):
         warm(path)
-        times = []
+        times, phases = [], []
         for _ in range(args.runs):
             gc.collect()
             sync()
@@ -174,6 +178,10 @@ def measure(name, load, args, one, many, total, ref, sync):
             out = load(path)
             sync()
             times.append(time.perf_counter() - t0)
+            if name == "opends":
+                from opends import _stfast
+
+                phases.append(dict(_stfast.last_phases))
             if _ < args.runs - 1:
                 del out
         if label not in ref:
@@ -189,7 +197,27 @@ def measure(name, load, args, one, many, total, ref, sync):
             % (name, label, med, rates[label][0], min(times), rates[label][1],
                "" if equal[label] else "  NOT EQUAL to the first loader's")
         )
+        if phases:
+            print_phases(name, label, phases)
     return rates, equal
+
+
+PHASES = ("head", "json", "table", "views", "wait", "odd", "copy")
+
+
+def print_phases(name, label, phases):
+    """Where opends' time went (opends._stfast.last_phases, median of each
+    over the runs): head = header bytes read + data read started, json =
+    header parse (which parser), table = checks and grouping, views = the
+    tensor objects, wait = for the data read still running after all that,
+    odd/copy = misaligned or empty tensors / copy=True. The data read runs
+    during json, table and views."""
+    med = {k: statistics.median(p.get(k, 0.0) for p in phases) * 1e3 for k in PHASES}
+    tensors = phases[-1].get("tensors", 0)
+    cpu = med["json"] + med["table"] + med["views"]
+    print("  %-16s %-4s phases (median ms): %s; parser %s; json+table+views %.3f us per tensor"
+          % (name, label, "  ".join("%s %.2f" % (k, med[k]) for k in PHASES), phases[-1].get("parser", "?"),
+             cpu * 1e3 / tensors if tensors else 0.0))
 
 
 def backend(name):

@@ -11,11 +11,13 @@ route, which gives the exact error message; the fast route never accepts what
 the per-entry checks would reject.
 """
 
+import contextlib
 import itertools
 import math
 import operator
 import struct
 import threading
+import time
 from typing import Any, Dict, List, Optional, Tuple
 
 from .file import File, is_url
@@ -58,9 +60,7 @@ def table(hdr: Dict[str, Any], bits_of: Dict[str, int], data_len: int) -> Option
     ents = list(hdr.values())
     if not ents:
         return Table([], [], [], [], [])
-    try:
-        if set(map(type, ents)) != {dict}:
-            return None
+    try:  # (an entry that is not a dict fails the itemgetters: TypeError/KeyError)
         dtypes = list(map(_get("dtype"), ents))
         shapes = list(map(_get("shape"), ents))
         offs = list(map(_get("data_offsets"), ents))
@@ -144,6 +144,9 @@ def views_torch(torch, buf, tab: Table, idx: List[int], dt, isz: int, shape_of) 
             for k in not_1d:
                 vs[k] = vs[k].view(shapes[k])
             return vs
+    if shapes.count(shapes[0]) == len(shapes):  # one shape (a list compare, no tuples made)
+        s = tuple(shapes[0])
+        return _same_shape(typed, s, _strides(s), b)
     shapes_t = list(map(tuple, shapes))
     kinds = set(shapes_t)
     strides = {s: _strides(s) for s in kinds}
@@ -153,15 +156,18 @@ def views_torch(torch, buf, tab: Table, idx: List[int], dt, isz: int, shape_of) 
     # after layer of the same layout) are one as_strided + unbind
     vs: List[Any] = [None] * len(idx)
     for s in kinds:
-        pos = list(_compress(range(len(idx)), map(s.__eq__, shapes_t))) if len(kinds) > 1 else list(range(len(idx)))
-        bs = list(map(b.__getitem__, pos))
-        d = bs[1] - bs[0] if len(bs) > 1 else 0
-        if len(bs) > 1 and d >= max(math.prod(s), 1) and list(map(_sub, bs[1:], bs[:-1])).count(d) == len(bs) - 1:
-            views = typed.as_strided((len(bs),) + s, (d,) + strides[s], bs[0]).unbind(0)
-        else:
-            views = map(typed.as_strided, _repeat(s), _repeat(strides[s]), bs)
-        list(map(vs.__setitem__, pos, views))
+        pos = list(_compress(range(len(idx)), map(s.__eq__, shapes_t)))
+        list(map(vs.__setitem__, pos, _same_shape(typed, s, strides[s], list(map(b.__getitem__, pos)))))
     return vs
+
+
+def _same_shape(typed, s, strides, bs: List[int]) -> List[Any]:
+    """Views of shape s at offsets bs (in items) of typed: evenly spaced
+    ones (layer after layer of one layout) are one as_strided + unbind."""
+    d = bs[1] - bs[0] if len(bs) > 1 else 0
+    if d >= max(math.prod(s), 1) and bs == list(range(bs[0], bs[0] + d * len(bs), d)):
+        return list(typed.as_strided((len(bs),) + s, (d,) + strides, bs[0]).unbind(0))
+    return list(map(typed.as_strided, _repeat(s), _repeat(strides), bs))
 
 
 def views_numpy(np, buf, tab: Table, idx: List[int], dt, shape_of) -> List[Any]:
@@ -213,6 +219,8 @@ def load_all(st, path: str, devices: List[Any], framework: str, piece_size: int,
     is parsed. A URL source (rados://...) has no size to read against
     before the header is parsed, so it reads after, up to the last tensor.
     """
+    clock = time.perf_counter
+    t0 = clock()
     url = is_url(path)
     head, size = st._read_head(path)
     n = struct.unpack("<Q", head[:8])[0] if len(head) >= 8 else 0
@@ -224,8 +232,10 @@ def load_all(st, path: str, devices: List[Any], framework: str, piece_size: int,
         import numpy as np
     bufs = [st._alloc(framework, d, data_len) for d in devices]
     waiter = _start_read(path, bufs, data_len, 8 + n, piece_size) if data_len else None
+    t1 = clock()
     try:
         _, hdr, _meta = st._header(path, head, size)
+        t2 = clock()
         tab = table(hdr, st._BITS, size - 8 - n)
         if tab is None:  # the per-entry checks: the exact error, or tensors out of file order
             sel = list(st._parse(path, head, size)[1].values())
@@ -239,26 +249,19 @@ def load_all(st, path: str, devices: List[Any], framework: str, piece_size: int,
         if torch is not None:
             for name in set(tab.dtypes):  # a dtype this torch lacks fails here
                 st._torch_dtype(torch, name)
-        outs = []
-        for buf in bufs:
-            out: Dict[str, Any] = dict.fromkeys(tab.names)
-            for name, idx in by.items():
-                shape_of = _f4_shape(st) if name == "F4" else None
-                if torch is not None:
-                    dt = st._torch_dtype(torch, name)
-                    vs = views_torch(torch, buf, tab, idx, dt, st._itemsize(name), shape_of)
-                else:
-                    vs = views_numpy(np, buf, tab, idx, st._numpy_dtype(np, name), shape_of)
-                out.update(zip(map(tab.names.__getitem__, idx), vs))
-            outs.append(out)
+        t3 = clock()
+        with _untracked(torch):
+            outs = [_views(st, torch, np, buf, tab, by) for buf in bufs]
     except BaseException:
         if waiter is not None:
             waiter(False)  # the buffers stay alive until the read is done
         raise
+    t4 = clock()
     if waiter is not None:
         got = waiter(True)
         if got != data_len:
             raise st.HeaderError("%s: expected %d bytes of tensor data, read %d (file truncated?)" % (path, data_len, got))
+    t5 = clock()
     if odd:  # empty or misaligned: their own allocations, after the read
         sel = [st.TensorInfo(tab.names[i], tab.dtypes[i], tuple(tab.shapes[i]), tab.begins[i], tab.ends[i],
                              st._itemsize(tab.dtypes[i])) for i in odd]  # fmt: skip
@@ -268,13 +271,48 @@ def load_all(st, path: str, devices: List[Any], framework: str, piece_size: int,
                 out.update(st._tensors_torch(torch, buf.device, buf, sel, offs, copy))
             else:
                 out.update(st._tensors_numpy(np, buf, sel, offs, copy))
+    t6 = clock()
+    last_phases.update(head=t1 - t0, json=t2 - t1, table=t3 - t2, views=t4 - t3, wait=t5 - t4, odd=t6 - t5,
+                       tensors=len(tab.names), parser="orjson" if _orjson is not None else "json")  # fmt: skip
     if copy:
         odd_names = {tab.names[i] for i in odd}
         for out in outs:
             for k, v in out.items():
                 if k not in odd_names:
                     out[k] = st._clone(torch, v) if torch is not None else v.copy()
+    last_phases["copy"] = clock() - t6
     return outs
+
+
+def _views(st, torch, np, buf, tab: Table, by: Dict[str, List[int]]) -> Dict[str, Any]:
+    """{name: view of buf} for the tensors of by, in the header's order."""
+    out: Dict[str, Any] = dict.fromkeys(tab.names)
+    for name, idx in by.items():
+        shape_of = _f4_shape(st) if name == "F4" else None
+        if torch is not None:
+            dt = st._torch_dtype(torch, name)
+            vs = views_torch(torch, buf, tab, idx, dt, st._itemsize(name), shape_of)
+        else:
+            vs = views_numpy(np, buf, tab, idx, st._numpy_dtype(np, name), shape_of)
+        out.update(zip(map(tab.names.__getitem__, idx), vs))
+    return out
+
+
+#: Seconds spent in each phase of the last load_all (python/bench_many_tensors.py
+#: prints them): head (the header's bytes read, the data read started), json
+#: (parse), table (checks, grouping), views (tensor objects), wait (for the
+#: data read still running), odd (misaligned/empty tensors), copy (copy=True).
+last_phases: Dict[str, Any] = {}
+
+
+def _untracked(torch):
+    """The views made without autograd's view tracking (the ADInplaceOrView
+    dispatch key): a third of each view's cost. Each tensor covers its own
+    bytes, no other tensor's, so one tensor's in-place change has nothing
+    to tell the others (their version counters are their own, as
+    safetensors' separate tensors' are); ``t._base`` is None, as there."""
+    below = getattr(getattr(torch, "_C", None), "_AutoDispatchBelowADInplaceOrView", None)
+    return below() if below is not None else contextlib.nullcontext()
 
 
 def _f4_shape(st):

@@ -330,3 +330,60 @@ def test_one_dtype_back_to_back(tmp_path, dt, shapes):
         t = got[k]
         assert tuple(t.shape) == shape and t.is_contiguous(), k
         assert t.reshape(-1).view(torch.uint8).numpy().tobytes() == raw, k
+
+
+def _mixed_file(tmp_path):
+    """Every route of the list-at-a-time loader in one file: three dtypes
+    cycling against four shapes (duplicate shapes evenly spaced: unbind),
+    a run of one dtype's 1-D tensors back to back (split), a run of
+    distinct shapes (one view each), a 0-d, an empty and a misaligned one."""
+    ts = {}
+    for i in range(50):  # first: the split starts at the buffer's start
+        ts["run.%02d" % i] = ("I16", (i % 9 + 1,), sample("I16", (i % 9 + 1,), 300 + i).tobytes())
+    shapes = [(4,), (2, 3), (3, 2), (1, 1, 5)]
+    for i in range(240):
+        dt = ["F32", "BF16", "U8"][i % 3]
+        ts["cyc.%03d" % i] = (dt, shapes[i % 4], sample(dt if dt != "BF16" else "U16", shapes[i % 4], i).tobytes())
+    for i in range(30):
+        s = (i + 1, 2) if i % 2 else (3, i + 1)
+        ts["own.%02d" % i] = ("F64", s, sample("F64", s, 400 + i).tobytes())
+    ts["zero_d"] = ("I64", (), sample("I64", (), 500).tobytes())
+    ts["empty"] = ("F32", (0, 3), b"")
+    ts["mis"] = ("I32", (7,), sample("I32", (7,), 501).tobytes())
+    hdr = write_safetensors(tmp_path / "mixed.safetensors", ts, gap_before={"mis": "odd"})
+    return str(tmp_path / "mixed.safetensors"), ts, hdr
+
+
+def test_list_route_equals_entry_route(tmp_path):
+    """The whole-file route (_stfast: views made a dtype group at a time)
+    and the per-entry route (load_file(keys=...): one view per tensor) give
+    the same tensors, dtype, shape and bytes, in the header's order; the
+    whole-file route's aligned tensors all share the one buffer (no
+    per-tensor copy or device work)."""
+    path, ts, hdr = _mixed_file(tmp_path)
+    keys = list(hdr)
+    a = ost.load_file(path, framework="numpy")
+    b = ost.load_file(path, framework="numpy", keys=keys)
+    assert list(a) == keys and list(b) == keys
+    for k in keys:
+        assert a[k].dtype == b[k].dtype and a[k].shape == b[k].shape == ts[k][1], k
+        assert a[k].tobytes() == b[k].tobytes() == ts[k][2], k
+    torch = pytest.importorskip("torch")
+    a = ost.load_file(path, framework="torch")
+    b = ost.load_file(path, framework="torch", keys=keys)
+    assert list(a) == keys and list(b) == keys
+    bases = set()
+    for k in keys:
+        x, y = a[k], b[k]
+        assert x.dtype == y.dtype and tuple(x.shape) == tuple(y.shape) == ts[k][1], k
+        assert x.is_contiguous() and y.is_contiguous(), k
+        assert x.reshape(-1).view(torch.uint8).numpy().tobytes() == ts[k][2], k
+        assert y.reshape(-1).view(torch.uint8).numpy().tobytes() == ts[k][2], k
+        b0, b1 = hdr[k]["data_offsets"]
+        if b1 > b0 and b0 % ost._itemsize(hdr[k]["dtype"]) == 0:  # (misaligned ones are copied)
+            bases.add(x.untyped_storage().data_ptr())
+    assert len(bases) == 1
+    from opends import _stfast
+
+    ph = _stfast.last_phases  # the breakdown python/bench_many_tensors.py prints
+    assert ph["tensors"] == len(keys) and all(ph[p] >= 0 for p in ("head", "json", "table", "views", "wait"))
