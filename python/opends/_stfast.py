@@ -43,13 +43,33 @@ def fast_json(raw: bytes):
 
 
 class Table:
-    """The validated header as parallel lists, in header order."""
+    """The validated header as parallel lists, in header order; with NumPy,
+    begins and ends also as int64 arrays (b_np, e_np) and, for several
+    dtypes, each tensor's index into kinds (codes); where every tensor is
+    1-D, their lengths (numel1d)."""
 
-    __slots__ = ("names", "dtypes", "shapes", "begins", "ends")
+    __slots__ = ("names", "dtypes", "shapes", "begins", "ends", "b_np", "e_np", "kinds", "codes", "numel1d")
 
     def __init__(self, names, dtypes, shapes, begins, ends):
         self.names, self.dtypes, self.shapes = names, dtypes, shapes
         self.begins, self.ends = begins, ends
+        self.b_np = self.e_np = self.kinds = self.codes = self.numel1d = None
+
+
+_numpy_mod: List[Any] = []
+
+
+def _numpy():
+    """NumPy, or None where it is not installed (imported on first use:
+    ``import opends`` stays light). With it, the checks and the grouping of
+    a big header are whole-array operations; without, list passes."""
+    if not _numpy_mod:
+        try:
+            import numpy
+        except ImportError:  # pragma: no cover - depends on the environment
+            numpy = None
+        _numpy_mod.append(numpy)
+    return _numpy_mod[0]
 
 
 def table(hdr: Dict[str, Any], bits_of: Dict[str, int], data_len: int) -> Optional[Table]:
@@ -66,6 +86,9 @@ def table(hdr: Dict[str, Any], bits_of: Dict[str, int], data_len: int) -> Option
         offs = list(map(_get("data_offsets"), ents))
         if set(map(type, shapes)) != {list} or set(map(type, offs)) != {list} or set(map(len, offs)) != {2}:
             return None
+        np = _numpy()
+        if np is not None:
+            return _table_np(np, names, dtypes, shapes, offs, bits_of, data_len)
         begins = list(map(_get(0), offs))
         ends = list(map(_get(1), offs))
         # bool is not int here: type() is exact, as the per-entry checks
@@ -90,9 +113,52 @@ def table(hdr: Dict[str, Any], bits_of: Dict[str, int], data_len: int) -> Option
     return Table(names, dtypes, shapes, begins, ends)
 
 
+def _table_np(np, names, dtypes, shapes, offs, bits_of, data_len) -> Optional[Table]:
+    """table()'s checks with the offsets and sizes as int64 arrays: the
+    same checks, each one array operation instead of a pass in Python."""
+    try:
+        flat = list(_chain(offs))
+        dims = list(_chain(shapes))
+        # bool is not int here: type() is exact, as the per-entry checks
+        if set(map(type, flat)) != {int} or (dims and set(map(type, dims)) != {int}):
+            return None
+        if dims and min(dims) < 0:
+            return None
+        kinds = list(set(dtypes))
+        bits_k = list(map(bits_of.__getitem__, kinds))  # KeyError: unknown; TypeError: unhashable
+        o = np.array(flat, dtype=np.int64)  # OverflowError: past int64, past any file
+        b, e = o[0::2], o[1::2]
+        sizes = e - b
+        # in file order and not overlapping, as table()
+        if b[0] < 0 or sizes.min() < 0 or e[-1] > data_len or (b[1:] < e[:-1]).any():
+            return None
+        nd = list(map(len, shapes))
+        all1d = nd.count(1) == len(nd)
+        numel = np.array(dims if all1d else list(map(math.prod, shapes)), dtype=np.int64)
+        codes = None
+        if len(kinds) == 1:
+            bits = bits_k[0]
+        else:
+            codes = np.array(list(map({k: i for i, k in enumerate(kinds)}.__getitem__, dtypes)), dtype=np.int64)
+            bits = np.array(bits_k, dtype=np.int64)[codes]
+        # every dtype has >= 4 bits: a right numel is <= 2 * size, and the
+        # products below stay far from int64's limit
+        if (numel > 2 * sizes).any() or not np.array_equal(numel * bits, sizes * 8):
+            return None
+    except (KeyError, TypeError, IndexError, OverflowError):
+        return None
+    tab = Table(names, dtypes, shapes, flat[0::2], flat[1::2])
+    tab.b_np, tab.e_np, tab.kinds, tab.codes = b, e, kinds, codes
+    tab.numel1d = numel if all1d else None
+    return tab
+
+
 def groups(tab: Table, itemsize_of) -> Tuple[Dict[str, List[int]], List[int]]:
     """({dtype: [indices of its tensors that are non-empty and aligned, in
-    file order]}, [indices of the others: empty or misaligned])."""
+    file order]}, [indices of the others: empty or misaligned]). The
+    indices are int64 arrays where the table has NumPy's."""
+    if tab.b_np is not None:
+        return _groups_np(tab, itemsize_of)
     dts, b, e = tab.dtypes, tab.begins, tab.ends
     n = len(dts)
     kinds = set(dts)
@@ -113,6 +179,38 @@ def groups(tab: Table, itemsize_of) -> Tuple[Dict[str, List[int]], List[int]]:
     return {d: idx for d, idx in by.items() if idx}, odd
 
 
+def _groups_np(tab: Table, itemsize_of):
+    np = _numpy()
+    b, e = tab.b_np, tab.e_np
+    if tab.codes is None:
+        by = {tab.kinds[0]: np.arange(len(b))}
+    else:
+        by = {d: np.flatnonzero(tab.codes == i) for i, d in enumerate(tab.kinds)}
+    empty = b == e
+    if not empty.any():
+        empty = None
+    odd: List[int] = []
+    for d, idx in by.items():
+        isz = itemsize_of(d)
+        bad = b[idx] % isz != 0 if isz > 1 else None
+        if empty is not None:
+            bad = empty[idx] if bad is None else bad | empty[idx]
+        if bad is not None and bad.any():
+            odd += idx[bad].tolist()
+            by[d] = idx[~bad]
+    return {d: idx for d, idx in by.items() if len(idx)}, sorted(odd)
+
+
+def _items(tab: Table, idx, isz: int, ends: bool) -> List[int]:
+    """The begins (or ends) of the tensors idx, in items of isz bytes."""
+    if tab.b_np is not None:
+        return ((tab.e_np if ends else tab.b_np)[idx] // isz).tolist()
+    v = tab.ends if ends else tab.begins
+    if len(idx) == len(v) and isz == 1:  # idx is range(len): no indirection
+        return v
+    return list(map(isz.__rfloordiv__, map(v.__getitem__, idx)))
+
+
 def _strides(shape) -> Tuple[int, ...]:
     out, acc = [], 1
     for d in reversed(shape):
@@ -128,14 +226,21 @@ def views_torch(torch, buf, tab: Table, idx: List[int], dt, isz: int, shape_of) 
     as_strided + unbind; otherwise one as_strided each, shape and all."""
     n = buf.numel() - buf.numel() % isz
     typed = buf[:n].view(dt) if dt != torch.uint8 else buf[:n]
-    whole = len(idx) == len(tab.begins)  # idx is range(len): no indirection
-    b = tab.begins if whole and isz == 1 else list(map(isz.__rfloordiv__, map(tab.begins.__getitem__, idx)))
-    shapes = tab.shapes if whole else list(map(tab.shapes.__getitem__, idx))
+    if tab.numel1d is not None and shape_of is None and len(idx) > 1:
+        # every tensor 1-D: equal lengths at evenly spaced offsets, seen
+        # with array operations (no list per tensor), are one unbind
+        bi, ne = tab.b_np[idx] // isz, tab.numel1d[idx]
+        d, n0 = int(bi[1] - bi[0]), int(ne[0])
+        if d >= max(n0, 1) and (ne == n0).all() and (bi[1:] - bi[:-1] == d).all():
+            return list(typed.as_strided((len(idx), n0), (d, 1), int(bi[0])).unbind(0))
+    il = _ilist(tab, idx)
+    b = _items(tab, idx, isz, False)
+    shapes = tab.shapes if il is None else list(map(tab.shapes.__getitem__, il))
     if shape_of is not None:
-        shapes = list(map(shape_of, map(tab.names.__getitem__, idx), shapes))
-    e0 = tab.ends[idx[0]] // isz
+        shapes = list(map(shape_of, _names(tab, idx), shapes))
+    e0 = tab.ends[int(idx[0])] // isz
     if b[0] == 0 and (len(b) == 1 or b[1] == e0):  # maybe back to back: the split
-        e = tab.ends if whole and isz == 1 else list(map(isz.__rfloordiv__, map(tab.ends.__getitem__, idx)))
+        e = _items(tab, idx, isz, True)
         not_1d = list(_compress(range(len(idx)), map((1).__ne__, map(len, shapes))))
         if b[1:] == e[:-1] and len(not_1d) * 4 <= len(idx):
             numel = list(map(_sub, e, b))
@@ -170,12 +275,25 @@ def _same_shape(typed, s, strides, bs: List[int]) -> List[Any]:
     return list(map(typed.as_strided, _repeat(s), _repeat(strides), bs))
 
 
+def _ilist(tab: Table, idx) -> Optional[List[int]]:
+    """idx as a list of ints; None when it is every tensor in order."""
+    if len(idx) == len(tab.names):
+        return None
+    return idx.tolist() if hasattr(idx, "tolist") else idx
+
+
+def _names(tab: Table, idx):
+    il = _ilist(tab, idx)
+    return tab.names if il is None else map(tab.names.__getitem__, il)
+
+
 def views_numpy(np, buf, tab: Table, idx: List[int], dt, shape_of) -> List[Any]:
     """Views of buf (uint8 ndarray) for the tensors idx of one dtype."""
-    shapes = list(map(tab.shapes.__getitem__, idx))
+    il = _ilist(tab, idx)
+    shapes = tab.shapes if il is None else list(map(tab.shapes.__getitem__, il))
     if shape_of is not None:
-        shapes = list(map(shape_of, map(tab.names.__getitem__, idx), shapes))
-    offs = list(map(tab.begins.__getitem__, idx))
+        shapes = list(map(shape_of, _names(tab, idx), shapes))
+    offs = _items(tab, idx, 1, False)
     shapes_t = list(map(tuple, shapes))
     kinds = set(shapes_t)
     if len(kinds) * 8 > len(idx):
@@ -285,8 +403,9 @@ def load_all(st, path: str, devices: List[Any], framework: str, piece_size: int,
 
 
 def _views(st, torch, np, buf, tab: Table, by: Dict[str, List[int]]) -> Dict[str, Any]:
-    """{name: view of buf} for the tensors of by, in the header's order."""
-    out: Dict[str, Any] = dict.fromkeys(tab.names)
+    """{name: view of buf} for the tensors of by, in the header's order
+    (names of the tensors not in by map to None until the caller sets them)."""
+    idxs, vals = [], []
     for name, idx in by.items():
         shape_of = _f4_shape(st) if name == "F4" else None
         if torch is not None:
@@ -294,7 +413,19 @@ def _views(st, torch, np, buf, tab: Table, by: Dict[str, List[int]]) -> Dict[str
             vs = views_torch(torch, buf, tab, idx, dt, st._itemsize(name), shape_of)
         else:
             vs = views_numpy(np, buf, tab, idx, st._numpy_dtype(np, name), shape_of)
-        out.update(zip(map(tab.names.__getitem__, idx), vs))
+        idxs.append(idx)
+        vals += vs
+    n = len(tab.names)
+    if len(vals) == n and (len(idxs) == 1 or (tab.b_np is not None and n > 1)):
+        if len(idxs) > 1:  # the groups' views back in the header's order, in C
+            order = _numpy().argsort(_numpy().concatenate(idxs), kind="stable").tolist()
+            vals = operator.itemgetter(*order)(vals)
+        return dict(zip(tab.names, vals))
+    out: Dict[str, Any] = dict.fromkeys(tab.names)
+    at = 0
+    for idx in idxs:
+        out.update(zip(_names(tab, idx), vals[at : at + len(idx)]))
+        at += len(idx)
     return out
 
 

@@ -286,7 +286,20 @@ def test_layouts_load_byte_exact(tmp_path, parser, monkeypatch):
             assert t.reshape(-1).view(torch.uint8).numpy().tobytes() == raw, (name, k)
 
 
-def test_list_route_refuses_what_the_entry_checks_refuse():
+@pytest.fixture(params=["numpy", "lists"])
+def checks(request, monkeypatch):
+    """The list-at-a-time route's checks and grouping as NumPy array
+    operations (where NumPy is installed) and as list passes (where not)."""
+    from opends import _stfast
+
+    if request.param == "lists":
+        monkeypatch.setattr(_stfast, "_numpy_mod", [None])
+    else:
+        monkeypatch.setattr(_stfast, "_numpy_mod", [np])
+    return request.param
+
+
+def test_list_route_refuses_what_the_entry_checks_refuse(checks):
     from opends import _stfast
 
     ok = {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}
@@ -306,6 +319,10 @@ def test_list_route_refuses_what_the_entry_checks_refuse():
         {"a": [1]},
         {"a": ok, "b": dict(ok, data_offsets=[4, 12])},  # overlap
         {"a": dict(ok, dtype=["F32"])},
+        {"a": dict(ok, data_offsets=[0, 1 << 64], shape=[1 << 61])},  # past int64
+        {"a": dict(ok, shape=[1 << 62, 4], data_offsets=[0, 0])},  # a product past int64
+        {"a": ok, "b": dict(ok, data_offsets=[8, 12], shape=[2])},  # a size that is not the shape's
+        {"a": ok, "b": dict(ok, dtype="F64", data_offsets=[8, 12], shape=[1])},  # the same, two dtypes
     ]
     for h in bad:
         assert _stfast.table(h, ost._BITS, 12 if "b" in h else 8) is None, h
@@ -354,7 +371,7 @@ def _mixed_file(tmp_path):
     return str(tmp_path / "mixed.safetensors"), ts, hdr
 
 
-def test_list_route_equals_entry_route(tmp_path):
+def test_list_route_equals_entry_route(tmp_path, checks):
     """The whole-file route (_stfast: views made a dtype group at a time)
     and the per-entry route (load_file(keys=...): one view per tensor) give
     the same tensors, dtype, shape and bytes, in the header's order; the
