@@ -138,27 +138,76 @@ static size_t chunk_count(const struct ods_stage *s, const struct ods_stage_req 
 	return n ? n : 1;
 }
 
-/* caller holds s->lock */
-static void pop_head(struct ods_stage *s)
+/* caller holds s->lock: r (after prev, NULL for the head) leaves the queue */
+static void unqueue(struct ods_stage *s, struct ods_stage_req *r, struct ods_stage_req *prev)
 {
-	struct ods_stage_req *r = s->head;
-	s->head = r->next;
-	if (!s->head)
-		s->tail = NULL;
+	if (prev)
+		prev->next = r->next;
+	else
+		s->head = r->next;
+	if (s->tail == r)
+		s->tail = prev;
 	s->nreq--;
 	s->qbytes -= r->weight;
+	if (--s->nkey[r->key] == 0 && r->key != ODS_STAGE_HOST_KEY)
+		s->ndevkeys--;
 	atomic_fetch_sub(&s->queued, 1);
 	pthread_cond_broadcast(&s->room);
 }
 
-/* Take the next chunk of the oldest request for w. Returns the request
- * with a chunk reference held, or NULL. *popped: the request has no chunks
- * left and the queue's reference must be dropped after starting this one.
- * A worker holds at most r->share chunks of a request at once: the first
- * worker to wake would otherwise take every chunk its free units allow
- * (16 chunks: all of a 16 MiB request), and the request would be moved
- * by one worker while the others, woken for it, find the queue empty.
- * Declining sets w->declined. */
+static bool declines(const struct ods_stage_worker *w, const struct ods_stage_req *r)
+{
+	return r == w->held_r && w->held_n >= r->share;
+}
+
+/* caller holds s->lock; the queue is not empty. The request w takes its
+ * next chunk of (*prev: the one before it), or NULL: w declines.
+ * Requests for one device (or host memory only): the oldest, as a FIFO.
+ * Requests for two or more devices: oldest-first would give every worker
+ * to the first device's request until it is all handed out, and the
+ * devices' links would be fed one after the other (issue 19: two threads
+ * reading 8 GiB each into their own GPU ran at the speed of one). So the
+ * oldest request of each key among the first ODS_STAGE_WINDOW is a
+ * candidate, and worker i prefers candidate i mod n: the workers are
+ * shared out evenly, each keeps to one device (its lane, its NUMA node),
+ * and a worker whose candidate it declines takes another's. With fewer
+ * workers than candidates, each turns from one to the next. */
+static struct ods_stage_req *pick(struct ods_stage_worker *w, struct ods_stage_req **prev)
+{
+	struct ods_stage *s = w->s;
+	*prev = NULL;
+	if (s->ndevkeys <= 1)
+		return declines(w, s->head) ? NULL : s->head;
+	struct ods_stage_req *cand[ODS_STAGE_WINDOW], *before[ODS_STAGE_WINDOW], *p = NULL;
+	unsigned n = 0, i = 0;
+	for (struct ods_stage_req *r = s->head; r && i < ODS_STAGE_WINDOW; p = r, r = r->next, i++) {
+		unsigned j = 0;
+		while (j < n && cand[j]->key != r->key)
+			j++;
+		if (j == n) {
+			cand[n] = r;
+			before[n++] = p;
+		}
+	}
+	unsigned first = w->idx + (s->p.threads < n ? w->turn++ : 0);
+	for (unsigned j = 0; j < n; j++) {
+		unsigned k = (first + j) % n;
+		if (!declines(w, cand[k])) {
+			*prev = before[k];
+			return cand[k];
+		}
+	}
+	return NULL;
+}
+
+/* Take the next chunk of a queued request for w (pick() says which).
+ * Returns the request with a chunk reference held, or NULL. *popped: the
+ * request has no chunks left and the queue's reference must be dropped
+ * after starting this one. A worker holds at most r->share chunks of a
+ * request at once: the first worker to wake would otherwise take every
+ * chunk its free units allow (16 chunks: all of a 16 MiB request), and the
+ * request would be moved by one worker while the others, woken for it,
+ * find the queue empty. Declining sets w->declined. */
 static struct ods_stage_req *take_chunk(struct ods_stage_worker *w, off_t *c0, off_t *c1, bool *popped)
 {
 	struct ods_stage *s = w->s;
@@ -166,12 +215,12 @@ static struct ods_stage_req *take_chunk(struct ods_stage_worker *w, off_t *c0, o
 		return NULL;
 	for (;;) {
 		pthread_mutex_lock(&s->lock);
-		struct ods_stage_req *r = s->head;
-		if (!r) {
+		if (!s->head) {
 			pthread_mutex_unlock(&s->lock);
 			return NULL;
 		}
-		if (r == w->held_r && w->held_n >= r->share) {
+		struct ods_stage_req *prev, *r = pick(w, &prev);
+		if (!r) {
 			pthread_mutex_unlock(&s->lock);
 			w->declined = true;
 			return NULL;
@@ -179,7 +228,7 @@ static struct ods_stage_req *take_chunk(struct ods_stage_worker *w, off_t *c0, o
 		if (!r->started) {
 			r->started = true;
 			if (atomic_load_explicit(&r->io->cancelled, memory_order_acquire)) {
-				pop_head(s);
+				unqueue(s, r, prev);
 				pthread_mutex_unlock(&s->lock);
 				note_err(r, -ECANCELED);
 				req_put(r);
@@ -197,7 +246,7 @@ static struct ods_stage_req *take_chunk(struct ods_stage_worker *w, off_t *c0, o
 		atomic_fetch_add_explicit(&r->pending, 1, memory_order_relaxed);
 		*popped = r->pos == r->end;
 		if (*popped)
-			pop_head(s);
+			unqueue(s, r, prev);
 		pthread_mutex_unlock(&s->lock);
 		return r;
 	}
@@ -578,6 +627,7 @@ void ods_stage_submit(struct ods_stage *s, struct ods_io *io, bool may_block)
 	r->pos = io->off;
 	r->end = io->off + (off_t)io->size;
 	r->fsize = -1;
+	r->key = io->mem != ODS_MEM_DEVICE ? ODS_STAGE_HOST_KEY : io->dev < ODS_STAGE_HOST_KEY ? io->dev : ODS_STAGE_HOST_KEY - 1u;
 	if (s->mv->req_init(r)) {
 		free(r);
 		ods_io_complete(io, 0);
@@ -603,6 +653,8 @@ void ods_stage_submit(struct ods_stage *s, struct ods_io *io, bool may_block)
 	 * which saves the hand-offs between workers. */
 	size_t share = (chunks * (s->nreq + 1) + s->p.threads - 1) / s->p.threads;
 	r->share = share > UINT_MAX ? UINT_MAX : (unsigned)share;
+	if (s->nkey[r->key]++ == 0 && r->key != ODS_STAGE_HOST_KEY)
+		s->ndevkeys++;
 	if (s->tail)
 		s->tail->next = r;
 	else

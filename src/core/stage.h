@@ -8,7 +8,10 @@
  *   chunker    a request is cut into chunks of at most `chunk` bytes; a
  *              worker takes the next chunk of the oldest request, at most
  *              r->share of one request at a time, so a large request is
- *              spread over every worker and small ones go to one each
+ *              spread over every worker and small ones go to one each;
+ *              while requests for two or more devices are queued, the
+ *              workers are shared out over the devices (the oldest
+ *              request of each), so each device's link stays busy
  *   units      each worker runs `depth` units; unit i owns slot i (a
  *              `chunk`-byte piece of pinned host memory) and fence i on the
  *              worker's copy lane
@@ -66,6 +69,7 @@ struct ods_stage_req {
 	off_t pos;              /* next byte to hand out (queue lock) */
 	bool started;           /* a chunk was handed out (cancel no longer applies) */
 	unsigned share;         /* chunks one worker may hold at once */
+	unsigned key;           /* who it is served fairly against: its device, or host memory */
 	size_t weight;          /* bytes it counts for in the queue's back-pressure */
 	atomic_uint pending;    /* chunks running + 1 while chunks are left */
 	atomic_llong short_at;  /* lowest offset where data ended (EOF) */

@@ -10,6 +10,11 @@
 
 enum { U_FREE, U_HELD, U_IO, U_COPY }; /* U_HELD: the engine's, between stages */
 
+/* Fairness keys (r->key): device d < ODS_STAGE_HOST_KEY is key d, higher
+ * devices share the one below host memory's */
+#define ODS_STAGE_HOST_KEY 63u
+#define ODS_STAGE_WINDOW 16u /* queued requests looked at for another device's */
+
 struct ods_stage_worker {
 	struct ods_stage *s;
 	pthread_t tid;
@@ -24,6 +29,7 @@ struct ods_stage_worker {
 	struct ods_stage_req *held_r; /* the request this worker last took chunks of, */
 	unsigned held_n;              /* and how many of them it holds */
 	bool declined;                /* left the head request to other workers */
+	unsigned turn;                /* pick(): fewer workers than devices queued */
 	void *lane;                   /* accelerator copy lane, or NULL: recorded copies */
 	struct ods_stage_unit *_Atomic posted; /* completions from other threads */
 	unsigned near_dev;            /* the device whose NUMA node it last moved to for */
@@ -43,6 +49,8 @@ struct ods_stage {
 	unsigned nreq, cap;  /* requests queued; at most this many ... */
 	size_t qbytes, cap_bytes; /* ... unless their bytes stay below this */
 	atomic_uint queued;  /* requests with chunks left; for the sleep handshake */
+	unsigned nkey[ODS_STAGE_HOST_KEY + 1]; /* requests queued per fairness key */
+	unsigned ndevkeys;   /* device keys with requests queued */
 	atomic_uint wake_rr; /* where the next wake-up scan starts */
 	atomic_bool stop;
 	unsigned ready;      /* workers done setting up (lock) */

@@ -1,0 +1,329 @@
+/*
+ * The staging engine's hand-out of chunks across queued requests
+ * (src/core/stage.c pick()), with a "gate" mover whose reads finish only
+ * when the test lets them: which request each chunk came from is then a
+ * fact of the order of hand-outs, not of timing.
+ *   devices   two large reads, one per device, queued while the workers
+ *             are busy with the first: the second gets chunks before the
+ *             first is all handed out (oldest-first gave it none), with
+ *             one worker and with two; both byte-exact
+ *   fifo      the same two reads into one device: still oldest first
+ *   cancel    a cancelled request between two others, for another device,
+ *             leaves the queue from its middle (and as its tail) with
+ *             -ECANCELED; the requests around it and one queued after are
+ *             served byte-exact
+ * Usage: test_stage_fair devices|fifo|cancel
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "stage.h"
+
+#define FAIL(...)                                                                                                      \
+	do {                                                                                                           \
+		fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                                  \
+		fprintf(stderr, __VA_ARGS__);                                                                          \
+		fprintf(stderr, "\n");                                                                                 \
+		exit(1);                                                                                               \
+	} while (0)
+
+#define CHUNK ((size_t)64 << 10)
+#define NCHUNK 32u /* per large request */
+#define LEN (NCHUNK * CHUNK)
+#define MAXREQ 4
+#define MAXSTART (MAXREQ * NCHUNK)
+
+static char *g_model; /* the file */
+
+/* ---- the gate mover: reads wait in `held` until the test releases them --- */
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_cv = PTHREAD_COND_INITIALIZER;
+static struct ods_stage_unit *g_held[MAXSTART];
+static unsigned g_nheld;
+static struct ods_io *g_started[MAXSTART]; /* the request of each chunk, in hand-out order */
+static unsigned g_nstarted;
+
+static int gm_worker_open(struct ods_stage *s, unsigned idx, void **ctx)
+{
+	(void)s;
+	*ctx = (void *)(uintptr_t)(idx + 1);
+	return 0;
+}
+
+static void gm_worker_close(void *ctx)
+{
+	(void)ctx;
+}
+
+static int gm_req_init(struct ods_stage_req *r)
+{
+	r->fsize = (off_t)(2 * LEN);
+	return 0;
+}
+
+static void gm_read(struct ods_stage_unit *u)
+{
+	u->io_off = u->c0;
+	u->io_len = (size_t)(u->c1 - u->c0);
+	u->slot = true;
+	u->io_buf = ods_stage_slot(u);
+	if (!u->io_buf) {
+		ods_stage_end(u, -ENOMEM);
+		return;
+	}
+	pthread_mutex_lock(&g_lock);
+	if (g_nstarted == MAXSTART)
+		FAIL("more chunks handed out than the requests have");
+	g_started[g_nstarted++] = u->r->io;
+	g_held[g_nheld++] = u;
+	pthread_cond_broadcast(&g_cv);
+	pthread_mutex_unlock(&g_lock);
+}
+
+static void gm_write(struct ods_stage_unit *u)
+{
+	ods_stage_end(u, -EINVAL);
+}
+
+static void gm_complete(struct ods_stage_unit *u, long res)
+{
+	if (res < 0)
+		ods_stage_end(u, res);
+	else
+		ods_stage_read_done(u);
+}
+
+static const struct ods_mover gate_mover = {
+	.name = "gate",
+	.worker_open = gm_worker_open,
+	.worker_close = gm_worker_close,
+	.req_init = gm_req_init,
+	.read = gm_read,
+	.write = gm_write,
+	.rw_whole = ods_posix_rw,
+	.complete = gm_complete,
+};
+
+/* wait until `n` units are held, or `started` chunks were handed out in all */
+static void wait_held(unsigned n, unsigned started)
+{
+	pthread_mutex_lock(&g_lock);
+	while (g_nheld < n && g_nstarted < started)
+		pthread_cond_wait(&g_cv, &g_lock);
+	pthread_mutex_unlock(&g_lock);
+}
+
+/* let the oldest held read finish (its bytes from the model); false: none */
+static bool release_one(void)
+{
+	pthread_mutex_lock(&g_lock);
+	if (!g_nheld) {
+		pthread_mutex_unlock(&g_lock);
+		return false;
+	}
+	struct ods_stage_unit *u = g_held[0];
+	memmove(g_held, g_held + 1, --g_nheld * sizeof(g_held[0]));
+	pthread_mutex_unlock(&g_lock);
+	memcpy(u->io_buf, g_model + u->io_off, u->io_len);
+	u->io_done = u->io_len;
+	ods_stage_post(u, 0);
+	return true;
+}
+
+/* ---- requests ------------------------------------------------------------------ */
+
+struct req {
+	struct ods_io io;
+	atomic_uint done;
+	char *buf;
+};
+
+static void on_done(struct ods_io *io)
+{
+	struct req *q = io->owner;
+	atomic_store(&q->done, 1);
+	ods_futex_wake_all(&q->done);
+}
+
+static struct ods_handle g_h;
+
+static void submit(struct ods_stage *s, struct req *q, unsigned dev, off_t off, size_t n, bool cancelled)
+{
+	memset(q, 0, sizeof(*q));
+	q->buf = malloc(n + 64);
+	if (!q->buf)
+		FAIL("malloc");
+	memset(q->buf, 0x5a, n + 64);
+	q->io.fh = &g_h;
+	q->io.buf = q->buf;
+	q->io.size = n;
+	q->io.off = off;
+	q->io.opcode = OPENDS_READ;
+	q->io.mem = ODS_MEM_DEVICE;
+	q->io.dev = (uint16_t)dev;
+	q->io.done = on_done;
+	q->io.owner = q;
+	atomic_store(&q->io.cancelled, cancelled);
+	atomic_fetch_add(&ods_inflight, 1);
+	atomic_fetch_add(&g_h.inflight, 1);
+	ods_stage_submit(s, &q->io, false);
+}
+
+/* wait for q, releasing held reads meanwhile; then check its result and bytes */
+static void finish(struct req *q, ssize_t want, const char *name)
+{
+	while (!atomic_load(&q->done)) {
+		if (!release_one())
+			usleep(100);
+	}
+	if (q->io.result != want)
+		FAIL("%s: result %zd, want %zd", name, q->io.result, want);
+	size_t n = want > 0 ? (size_t)want : 0;
+	if (memcmp(q->buf, g_model + q->io.off, n))
+		FAIL("%s: bytes differ from the file", name);
+	for (size_t i = n; i < q->io.size + 64; i++)
+		if (q->buf[i] != 0x5a)
+			FAIL("%s: byte %zu written past the count", name, i);
+	free(q->buf);
+}
+
+static unsigned nstarted(void)
+{
+	pthread_mutex_lock(&g_lock);
+	unsigned n = g_nstarted;
+	pthread_mutex_unlock(&g_lock);
+	return n;
+}
+
+static unsigned count_of(const struct ods_io *io, unsigned from, unsigned n)
+{
+	unsigned k = 0;
+	pthread_mutex_lock(&g_lock);
+	for (unsigned i = from; i < from + n && i < g_nstarted; i++)
+		k += g_started[i] == io;
+	pthread_mutex_unlock(&g_lock);
+	return k;
+}
+
+static struct ods_stage *open_engine(unsigned threads)
+{
+	struct ods_stage_params p = { .threads = threads, .depth = 2, .chunk = CHUNK, .spin_us = 0 };
+	static struct ods_config cfg;
+	struct ods_stage *s;
+	if (ods_stage_open(&s, &p, &gate_mover, &cfg, &ods_accel_hostdev))
+		FAIL("ods_stage_open: %s", opends_last_error_detail());
+	return s;
+}
+
+/* Two large reads; the second is queued while every unit holds a chunk of
+ * the first. Returns how many of the next 16 chunks handed out were the
+ * second's. */
+static unsigned two_reads(unsigned threads, unsigned dev_b)
+{
+	struct ods_stage *s = open_engine(threads);
+	struct req a, b;
+	submit(s, &a, 0, 0, LEN, false);
+	wait_held(2 * threads, MAXSTART);
+	unsigned first = nstarted();
+	if (first != 2 * threads || count_of(&a.io, 0, first) != first)
+		FAIL("%u chunks handed out before the second read, want %u of the first", first, 2 * threads);
+	submit(s, &b, dev_b, (off_t)LEN, LEN, false);
+	for (unsigned i = 0; i < 16; i++) {
+		if (!release_one())
+			FAIL("nothing held");
+		wait_held(2 * threads, first + i + 1);
+	}
+	unsigned nb = count_of(&b.io, first, 16);
+	finish(&a, (ssize_t)LEN, "read A");
+	finish(&b, (ssize_t)LEN, "read B");
+	ods_stage_close(s);
+	if (nstarted() != 2 * NCHUNK)
+		FAIL("%u chunks handed out, want %u", nstarted(), 2 * NCHUNK);
+	return nb;
+}
+
+static void reset(void)
+{
+	g_nheld = 0;
+	g_nstarted = 0;
+}
+
+static void case_devices(void)
+{
+	for (unsigned threads = 1; threads <= 2; threads++) {
+		reset();
+		unsigned nb = two_reads(threads, 1);
+		/* shared out: half of them; oldest-first: none until the first's
+		 * 32 - 2 x threads remaining chunks are all handed out */
+		if (nb < 6)
+			FAIL("%u worker(s): the second device's read got %u of the 16 chunks handed out after it was "
+			     "queued; want at least 6 (both devices served at once)",
+			     threads, nb);
+		printf("devices, %u worker(s): the second device's read got %u of the next 16 chunks\n", threads, nb);
+	}
+}
+
+static void case_fifo(void)
+{
+	reset();
+	unsigned nb = two_reads(2, 0);
+	if (nb)
+		FAIL("one device: the later read got %u chunks before the first was all handed out", nb);
+	printf("one device: oldest first\n");
+}
+
+static void case_cancel(void)
+{
+	reset();
+	struct ods_stage *s = open_engine(1);
+	struct req a, b, c, d;
+	submit(s, &a, 0, 0, LEN, false);
+	wait_held(2, MAXSTART);
+	submit(s, &b, 1, 4096, 3 * CHUNK, true);             /* cancelled, in the middle */
+	submit(s, &c, 1, (off_t)LEN + 4096, CHUNK, false);    /* then the tail, for device 1 */
+	/* the worker takes b (cancelled), then c, whose one chunk unqueues the tail */
+	while (!atomic_load(&b.io.done) || count_of(&c.io, 0, MAXSTART) == 0) {
+		release_one();
+		wait_held(2, nstarted() + 1);
+	}
+	submit(s, &d, 2, 12345, 2 * CHUNK, false); /* queued after the new tail */
+	finish(&b, -ECANCELED, "cancelled B");
+	finish(&c, (ssize_t)CHUNK, "C after the cancelled one");
+	finish(&d, (ssize_t)(2 * CHUNK), "D queued after the tail left");
+	finish(&a, (ssize_t)LEN, "A");
+	ods_stage_close(s);
+	if (count_of(&b.io, 0, MAXSTART))
+		FAIL("the cancelled request had chunks handed out");
+	printf("cancel: from the middle and the tail of the queue, -ECANCELED, the rest byte-exact\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 2)
+		FAIL("usage: test_stage_fair devices|fifo|cancel");
+	alarm(60); /* a request lost from the queue would hang */
+	g_model = malloc(2 * LEN);
+	if (!g_model)
+		FAIL("malloc");
+	srand(7);
+	for (size_t i = 0; i < 2 * LEN; i++)
+		g_model[i] = (char)rand();
+	memset(&g_h, 0, sizeof(g_h));
+	g_h.fd = -1;
+	g_h.twin_fd = -1;
+	pthread_mutex_init(&g_h.twin_lock, NULL);
+	if (!strcmp(argv[1], "devices"))
+		case_devices();
+	else if (!strcmp(argv[1], "fifo"))
+		case_fifo();
+	else if (!strcmp(argv[1], "cancel"))
+		case_cancel();
+	else
+		FAIL("unknown case %s", argv[1]);
+	free(g_model);
+	return 0;
+}
