@@ -3,9 +3,12 @@
 A file of 20,000 small tensors spent most of its load time in Python per
 tensor: a validation loop over the header's entries, an object per entry,
 two or three torch calls per view. Here every check is a whole-list
-operation that runs in C (map, set, min, zip over the header's lists), and
-the views of one dtype come from ONE ``split_with_sizes`` call on the file's
-buffer viewed as that dtype. Anything unusual (a check that fails, tensors
+operation that runs in C (map, set, min over the header's lists; with
+NumPy, the offsets and sizes as int64 arrays), and the views of one dtype
+come from ONE torch call on the file's buffer viewed as that dtype
+(``split_with_sizes`` for tensors back to back, ``as_strided`` +
+``unbind`` for tensors of one shape evenly spaced), made below autograd's
+view tracking (a third of each view's cost). Anything unusual (a check that fails, tensors
 out of file order, a misaligned offset) returns None or takes the per-tensor
 route, which gives the exact error message; the fast route never accepts what
 the per-entry checks would reject.

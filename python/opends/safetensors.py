@@ -12,6 +12,10 @@ Storage: by default every tensor of a file is a view of that file's one
 buffer. Keeping any one tensor alive keeps the whole buffer alive, and
 ``torch.save`` of one tensor writes the whole buffer. ``copy=True`` gives each
 tensor its own storage (one more copy of the data, as safetensors does).
+The views of a whole-file load are made without autograd's view tracking:
+``t._base`` is None and each tensor has its own version counter, as
+safetensors' separate tensors do (they cover disjoint bytes, so an in-place
+change to one has nothing to tell the others).
 
 :class:`safe_open` reads lazily, like ``safetensors.safe_open``: ``keys()``,
 ``metadata()``, ``get_tensor(name)`` (one read into the tensor's own

@@ -399,7 +399,10 @@ def test_list_route_equals_entry_route(tmp_path, checks):
         b0, b1 = hdr[k]["data_offsets"]
         if b1 > b0 and b0 % ost._itemsize(hdr[k]["dtype"]) == 0:  # (misaligned ones are copied)
             bases.add(x.untyped_storage().data_ptr())
+            assert x._base is None, k  # made below autograd's view tracking, as documented
     assert len(bases) == 1
+    a["cyc.000"].add_(1)  # its own version counter: the neighbours' stay
+    assert a["cyc.000"]._version == 1 and a["cyc.003"]._version == 0 and a["run.00"]._version == 0
     from opends import _stfast
 
     ph = _stfast.last_phases  # the breakdown python/bench_many_tensors.py prints
