@@ -211,7 +211,17 @@ static void op_begin(struct aop *op)
 {
 	size_t size;
 	off_t foff, boff;
-	ssize_t r = ods_sargs_read(&op->a, &op->io, &size, &foff, &boff);
+	ssize_t r;
+	if (op->stage && *op->a.size == op->size0 && *op->a.file_offset == op->io.off &&
+	    *op->a.buf_offset == op->boff0 && ods_handle_lookup(op->a.fh) == op->io.fh) {
+		/* the values of the plan, on the same handle: checked at the
+		 * call (op->io), so the accelerator is not asked again what
+		 * the buffer is (a driver call per small operation on the one
+		 * dispatcher thread) */
+		size = op->size0, foff = op->io.off, boff = op->boff0, r = 0;
+	} else {
+		r = ods_sargs_read(&op->a, &op->io, &size, &foff, &boff);
+	}
 	if (op->stage && r == 0 && size == op->size0 && boff == op->boff0 && op->io.mem == ODS_MEM_DEVICE &&
 	    (op->a.opcode == OPENDS_WRITE || ods_handle_valid(op->io.fh, foff, size) >= op->valid0))
 		return;
@@ -634,8 +644,14 @@ static opends_error_t accel_enqueue(const char *fn, const struct ods_sargs *a, o
 	 * buffer of another is OPENDS_CONTEXT_MISMATCH; the NULL stream is
 	 * taken on the buffer's device). The thread's current context does
 	 * not matter (API.md, "Accelerator context — revised"). */
-	unsigned dev = 0, bdev = 0;
-	enum ods_mem_kind kind = ods_drv.accel->classify(a->buf, &bdev);
+	/* the plan, from the values now; valid values also say what the
+	 * buffer is, else the accelerator is asked */
+	struct ods_io io;
+	size_t size = *a->size;
+	bool valid = ods_io_prepare(&io, a->opcode, a->fh, a->buf, size, *a->file_offset, *a->buf_offset) == 0;
+	bool plan = valid && size > 0 && io.mem == ODS_MEM_DEVICE;
+	unsigned dev = 0, bdev = io.dev;
+	enum ods_mem_kind kind = valid ? (enum ods_mem_kind)io.mem : ods_drv.accel->classify(a->buf, &bdev);
 	if (kind == ODS_MEM_DEVICE && bdev >= ODS_MAX_DEVICES)
 		return ods_err(OPENDS_CONTEXT_MISMATCH, 0); /* the detail set by classify */
 	int src = ods_drv.accel->streams->stream_device(stream, kind, bdev, &dev);
@@ -647,11 +663,6 @@ static opends_error_t accel_enqueue(const char *fn, const struct ods_sargs *a, o
 	bool write = a->opcode == OPENDS_WRITE;
 	if (write)
 		atomic_fetch_add(&awrites, 1); /* op_free takes it back */
-	/* the plan, from the values now */
-	struct ods_io io;
-	size_t size = *a->size;
-	bool plan = ods_io_prepare(&io, a->opcode, a->fh, a->buf, size, *a->file_offset, *a->buf_offset) == 0 &&
-		    size > 0 && io.mem == ODS_MEM_DEVICE;
 	size_t piece = size >= BIG_OP ? BIG_PIECE : PIECE;
 	size_t n = plan ? (size + piece - 1) / piece : 1;
 	if (n > UINT_MAX / 2 || n > (SIZE_MAX - sizeof(struct aop)) / sizeof(struct piece))
@@ -689,10 +700,8 @@ static opends_error_t accel_enqueue(const char *fn, const struct ods_sargs *a, o
 			return ods_err(ods_fail(OPENDS_NOMEM_ERROR, "%s: out of pinned memory for staging", fn),
 				       ENOMEM);
 		}
-		if (early) {
-			op->io = io;
-			op->begun = true;
-		}
+		op->io = io; /* the plan's: op_begin compares the values with it */
+		op->begun = early;
 	}
 	for (unsigned i = 0; i < op->n; i++) {
 		struct piece *pc = &op->p[i];
