@@ -5,6 +5,9 @@
  * completion threads. Pieces of one stream read holding a late unit then
  * finish after the pieces behind them; L.reordered counts completions at a
  * lower offset than the one before.
+ * Also the cases both tests run (late_out_of_order, late_many), on memory
+ * each gives through struct late_mem: host memory (hostdev's "device"
+ * memory) or CUDA device memory.
  */
 #ifndef OPENDS_TEST_STREAM_LATE_H
 #define OPENDS_TEST_STREAM_LATE_H
@@ -12,7 +15,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "common.h"
+#include "test_stream_common.h"
 
 #define UNIT T_MiB
 
@@ -129,6 +132,124 @@ static void late_stop(void)
 	pthread_mutex_unlock(&L.lock);
 	for (int i = 0; i < 2; i++)
 		pthread_join(L.th[i], NULL);
+}
+
+#define LATE_FIXED \
+	(OPENDS_STREAM_FIXED_BUF_OFFSET | OPENDS_STREAM_FIXED_FILE_OFFSET | OPENDS_STREAM_FIXED_FILE_SIZE)
+
+/* Where the reads of the shared cases land. */
+struct late_mem {
+	void *(*alloc)(size_t n);                  /* n bytes, each T_CANARY */
+	uint8_t *(*view)(void *p, size_t n);       /* its bytes on the host */
+	void (*unview)(uint8_t *v);                /* done with a view */
+	void (*release)(void *p);
+};
+
+/* Reads of many pieces of h (fsize bytes, oracle), pieces finishing out of
+ * order: exact bytes, the bytes around the target untouched. */
+static void late_out_of_order(const struct late_mem *m, opends_handle_t h, size_t fsize, const uint8_t *oracle,
+			      opends_stream_t s, const char *what)
+{
+	t_phase = what;
+	const struct {
+		off_t foff;
+		size_t size;
+	} c[] = { { 0, fsize }, { 4097, 19 * T_MiB + 3 }, { (off_t)(fsize - 9 * T_MiB - 5), 12 * T_MiB }, { 77, 5000 } };
+	long before = atomic_load(&L.reordered);
+	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+		size_t n = c[i].size + 9;
+		void *d = m->alloc(n);
+		struct sop a = { c[i].size, c[i].foff, 9, SENT };
+		OK(opends_stream_read(h, d, &a.size, &a.foff, &a.boff, &a.res, s));
+		OK(opends_stream_synchronize(s));
+		size_t want = t_expect_read(fsize, (uint64_t)c[i].foff, c[i].size);
+		CHECKF(a.res == (ssize_t)want, "%s case %zu: read gave %zd (%s), expected %zu", what, i, a.res,
+		       t_errname(a.res), want);
+		uint8_t *buf = m->view(d, n);
+		VERIFY_CANARY(buf, 9, "%s case %zu: before the target", what, i);
+		VERIFY(buf + 9, oracle + c[i].foff, want, "%s case %zu: data", what, i);
+		VERIFY_CANARY(buf + 9 + want, c[i].size - want, "%s case %zu: past the bytes returned", what, i);
+		m->unview(buf);
+		m->release(d);
+	}
+	long r = atomic_load(&L.reordered) - before;
+	/* the test means nothing unless pieces did finish out of order */
+	CHECKF(r > 0, "%s: no request of the late source finished before an earlier one", what);
+	printf("%s: %ld completions out of order, bytes exact\n", what, r);
+}
+
+/* 256 streams (32x a GPU's default hardware queues), 12 reads of h each
+ * (fsize bytes, oracle), all queued before any is awaited, half of the
+ * streams fixed; mostly small reads, one in 97 of many pieces. */
+static void late_many(const struct late_mem *m, opends_handle_t h, size_t fsize, const uint8_t *oracle,
+		      const char *what)
+{
+	t_phase = what;
+	enum { NS = 256, PER = 12 };
+	static opends_stream_t st[NS];
+	static struct sop o[NS][PER];
+	static size_t at[NS][PER];
+	size_t total = 0;
+	for (int i = 0; i < NS; i++)
+		for (int j = 0; j < PER; j++) {
+			size_t k = (size_t)i * PER + (size_t)j;
+			size_t len = k % 97 == 5 ? 9 * T_MiB + k : 1 + (k * 7919) % (48 * T_KiB);
+			o[i][j] = (struct sop){ len, (off_t)(k * 131071 % (fsize - len)), (off_t)total, SENT };
+			at[i][j] = total;
+			total += len + 1; /* one canary byte between targets */
+		}
+	void *d = m->alloc(total);
+	double t0 = t_now();
+	for (int i = 0; i < NS; i++) {
+		OK(opends_stream_create(&st[i]));
+		if (i % 2)
+			OK(opends_stream_register(st[i], LATE_FIXED));
+	}
+	for (int j = 0; j < PER; j++)
+		for (int i = 0; i < NS; i++)
+			OK(opends_stream_read(h, d, &o[i][j].size, &o[i][j].foff, &o[i][j].boff, &o[i][j].res, st[i]));
+	for (int i = NS - 1; i >= 0; i--)
+		OK(opends_stream_synchronize(st[i]));
+	double t = t_now() - t0;
+	uint8_t *buf = m->view(d, total);
+	for (int i = 0; i < NS; i++) {
+		for (int j = 0; j < PER; j++) {
+			size_t len = o[i][j].size;
+			CHECKF(o[i][j].res == (ssize_t)len, "%s: stream %d op %d gave %zd (%s)", what, i, j, o[i][j].res,
+			       t_errname(o[i][j].res));
+			VERIFY(buf + at[i][j], oracle + o[i][j].foff, len, "%s: stream %d op %d", what, i, j);
+			VERIFY_CANARY(buf + at[i][j] + len, 1, "%s: after stream %d op %d", what, i, j);
+		}
+		if (i % 2)
+			OK(opends_stream_deregister(st[i]));
+		OK(opends_stream_destroy(st[i]));
+	}
+	printf("%s: %d streams x %d reads exact in %.2f s\n", what, NS, PER, t);
+	m->unview(buf);
+	m->release(d);
+}
+
+/* Both tests' two streams: s reads its values when it gets there, sf is
+ * registered with fixed values. */
+static void late_streams(opends_stream_t *s, opends_stream_t *sf)
+{
+	OK(opends_stream_create(s));
+	OK(opends_stream_create(sf));
+	OK(opends_stream_register(*sf, LATE_FIXED));
+}
+
+/* Both tests' end: the streams, the handles, the source's threads, the
+ * file, the driver. */
+static void late_end(opends_stream_t s, opends_stream_t sf, opends_handle_t late, opends_handle_t file, int fd)
+{
+	OK(opends_stream_deregister(sf));
+	OK(opends_stream_destroy(sf));
+	OK(opends_stream_destroy(s));
+	OK(opends_handle_deregister(late));
+	OK(opends_handle_deregister(file));
+	late_stop();
+	close(fd);
+	OK(opends_driver_close());
 }
 
 #endif

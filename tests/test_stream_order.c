@@ -30,7 +30,6 @@
  */
 #include "test_stream_common.h"
 #include "test_stream_late.h"
-#define FIXED (OPENDS_STREAM_FIXED_BUF_OFFSET | OPENDS_STREAM_FIXED_FILE_OFFSET | OPENDS_STREAM_FIXED_FILE_SIZE)
 
 /* 27 MiB + a bit: seven 4 MiB pieces */
 static const size_t F = 27 * T_MiB + 4321;
@@ -38,34 +37,24 @@ static uint8_t *oracle;
 
 /* ---- cases --------------------------------------------------------------- */
 
-/* Reads of many pieces, pieces finishing out of order: exact bytes, the
- * bytes around the target untouched. */
-static void out_of_order(opends_handle_t h, opends_stream_t s, const char *what)
+/* hostdev: every buffer is "device" memory */
+static void *host_alloc(size_t n)
 {
-	t_phase = what;
-	const struct {
-		off_t foff;
-		size_t size;
-	} c[] = { { 0, F }, { 4097, 19 * T_MiB + 3 }, { (off_t)(F - 9 * T_MiB - 5), 12 * T_MiB }, { 77, 5000 } };
-	long before = atomic_load(&L.reordered);
-	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
-		uint8_t *buf = t_xmalloc(c[i].size + 9);
-		struct sop a = { c[i].size, c[i].foff, 9, SENT };
-		OK(opends_stream_read(h, buf, &a.size, &a.foff, &a.boff, &a.res, s));
-		OK(opends_stream_synchronize(s));
-		size_t want = t_expect_read(F, (uint64_t)c[i].foff, c[i].size);
-		CHECKF(a.res == (ssize_t)want, "%s case %zu: read gave %zd (%s), expected %zu", what, i, a.res,
-		       t_errname(a.res), want);
-		VERIFY_CANARY(buf, 9, "%s case %zu: before the target", what, i);
-		VERIFY(buf + 9, oracle + c[i].foff, want, "%s case %zu: data", what, i);
-		VERIFY_CANARY(buf + 9 + want, c[i].size - want, "%s case %zu: past the bytes returned", what, i);
-		free(buf);
-	}
-	long r = atomic_load(&L.reordered) - before;
-	/* the test means nothing unless pieces did finish out of order */
-	CHECKF(r > 0, "%s: no request of the late source finished before an earlier one", what);
-	printf("%s: %ld completions out of order, bytes exact\n", what, r);
+	return t_xmalloc(n); /* every byte T_CANARY */
 }
+
+static uint8_t *host_view(void *p, size_t n)
+{
+	(void)n;
+	return p;
+}
+
+static void host_unview(uint8_t *v)
+{
+	(void)v;
+}
+
+static const struct late_mem host_mem = { host_alloc, host_view, host_unview, free };
 
 /* Later work on the stream sees the bytes: two reads into the same buffer
  * on one stream, the first slow (late source, many pieces), the second
@@ -83,53 +72,6 @@ static void later_wins(opends_handle_t late, opends_handle_t file, opends_stream
 	VERIFY(buf, oracle + b.foff, n, "%s: the later read's bytes", what);
 	free(buf);
 }
-
-/* Many streams, many reads each, all queued before any is awaited. */
-static void many(opends_handle_t h, const char *what)
-{
-	t_phase = what;
-	enum { NS = 256, PER = 12 };
-	static opends_stream_t st[NS];
-	static struct sop o[NS][PER];
-	static size_t at[NS][PER];
-	size_t total = 0;
-	for (int i = 0; i < NS; i++)
-		for (int j = 0; j < PER; j++) {
-			size_t k = (size_t)i * PER + (size_t)j;
-			/* mostly small reads; one in 97 of many pieces */
-			size_t len = k % 97 == 5 ? 9 * T_MiB + k : 1 + (k * 7919) % (48 * T_KiB);
-			o[i][j] = (struct sop){ len, (off_t)(k * 131071 % (F - len)), (off_t)total, SENT };
-			at[i][j] = total;
-			total += len + 1; /* one canary byte between targets */
-		}
-	uint8_t *buf = t_xmalloc(total);
-	double t0 = t_now();
-	for (int i = 0; i < NS; i++) {
-		OK(opends_stream_create(&st[i]));
-		if (i % 2)
-			OK(opends_stream_register(st[i], FIXED));
-	}
-	for (int j = 0; j < PER; j++)
-		for (int i = 0; i < NS; i++)
-			OK(opends_stream_read(h, buf, &o[i][j].size, &o[i][j].foff, &o[i][j].boff, &o[i][j].res, st[i]));
-	for (int i = NS - 1; i >= 0; i--)
-		OK(opends_stream_synchronize(st[i]));
-	for (int i = 0; i < NS; i++) {
-		for (int j = 0; j < PER; j++) {
-			size_t len = o[i][j].size;
-			CHECKF(o[i][j].res == (ssize_t)len, "%s: stream %d op %d gave %zd (%s)", what, i, j, o[i][j].res,
-			       t_errname(o[i][j].res));
-			VERIFY(buf + at[i][j], oracle + o[i][j].foff, len, "%s: stream %d op %d", what, i, j);
-			VERIFY_CANARY(buf + at[i][j] + len, 1, "%s: after stream %d op %d", what, i, j);
-		}
-		if (i % 2)
-			OK(opends_stream_deregister(st[i]));
-		OK(opends_stream_destroy(st[i]));
-	}
-	printf("%s: %d streams x %d reads exact in %.2f s\n", what, NS, PER, t_now() - t0);
-	free(buf);
-}
-
 
 /* No host function per staged operation: hostdev refuses them here. */
 static void nocall(opends_handle_t fh)
@@ -152,7 +94,7 @@ static void nocall(opends_handle_t fh)
 	for (int i = 0; i < NS; i++) {
 		OK(opends_stream_create(&st[i]));
 		if (i % 2)
-			OK(opends_stream_register(st[i], FIXED));
+			OK(opends_stream_register(st[i], LATE_FIXED));
 	}
 	for (int j = 0; j < PER; j++)
 		for (int i = 0; i < NS; i++) {
@@ -208,25 +150,16 @@ int main(int argc, char **argv)
 	}
 	opends_handle_t late = late_register(oracle, F, 3000);
 	opends_stream_t s, sf;
-	OK(opends_stream_create(&s));
-	OK(opends_stream_create(&sf));
-	OK(opends_stream_register(sf, FIXED));
+	late_streams(&s, &sf);
 
-	out_of_order(late, s, "out of order, values read at the stream");
-	out_of_order(late, sf, "out of order, fixed values");
+	late_out_of_order(&host_mem, late, F, oracle, s, "out of order, values read at the stream");
+	late_out_of_order(&host_mem, late, F, oracle, sf, "out of order, fixed values");
 	later_wins(late, file, s, "later work sees the bytes");
 	later_wins(late, file, sf, "later work sees the bytes (fixed)");
-	many(file, "256 streams, a file");
-	many(late, "256 streams, the late source");
+	late_many(&host_mem, file, F, oracle, "256 streams, a file");
+	late_many(&host_mem, late, F, oracle, "256 streams, the late source");
 
-	OK(opends_stream_deregister(sf));
-	OK(opends_stream_destroy(sf));
-	OK(opends_stream_destroy(s));
-	OK(opends_handle_deregister(late));
-	OK(opends_handle_deregister(file));
-	late_stop();
-	close(fd);
-	OK(opends_driver_close());
+	late_end(s, sf, late, file, fd);
 	free(oracle);
 	printf("stream order: OK\n");
 	return 0;
