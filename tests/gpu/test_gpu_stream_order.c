@@ -15,6 +15,8 @@
  *    under a quarter of the wait (a spinning wait, e.g. cuStreamSynchronize
  *    under the default CU_CTX_SCHED_AUTO, uses all of it). This is what
  *    the cold stream legs' CPU-s/GiB measures;
+ *  - small reads as the imagenetish stream leg makes them (4096 streams,
+ *    ~110 KB each, one thread): reads/s and CPU by thread printed;
  *  - a cold 1 GiB read (dropped from the page cache; OPENDS_TEST_COLD_MIB
  *    sets another size) exact, its CPU-s/GiB
  *    and the CPU of each thread printed, for the record (where the cold
@@ -188,6 +190,70 @@ static void cold_read(const char *path, size_t size, const uint8_t *want, opends
 	printf("%s: %.3f s, %.3f CPU-s (%.2f CPU-s/GiB)\n", what, wall, cpu, cpu / ((double)size / (double)(1u << 30)));
 }
 
+/* Small reads as the imagenetish stream leg makes them: one thread, 4096
+ * streams, one read of ~110 KB in flight on each, each stream synchronized
+ * before its next read, from a hot file. Printed for the record (issue
+ * 18's small-operation goal): reads/s and CPU by thread, and the same
+ * reads by opends_sync_read from one thread; the last round is checked
+ * byte-exact. */
+static void small_reads(opends_handle_t h, bool fixed, const char *what)
+{
+	t_phase = what;
+	enum { NS = 4096, N = 6 * NS };
+	const size_t SZ = 110 * T_KiB + 17;
+	static opends_stream_t st[NS];
+	static struct sop o[NS];
+	CUdeviceptr d = dev_canary((size_t)NS * SZ);
+	for (int i = 0; i < NS; i++) {
+		OK(opends_stream_create(&st[i]));
+		if (fixed)
+			OK(opends_stream_register(st[i], LATE_FIXED));
+	}
+	cpu_by_thread("(before)");
+	double c0 = cpu_s(), t0 = t_now();
+	for (size_t k = 0; k < N; k++) {
+		size_t j = k % NS;
+		if (k >= NS) {
+			OK(opends_stream_synchronize(st[j]));
+			CHECKF(o[j].res == (ssize_t)SZ, "%s: read %zu gave %zd (%s)", what, k - NS, o[j].res,
+			       t_errname(o[j].res));
+		}
+		o[j] = (struct sop){ SZ, (off_t)(k * 7919 * 4096 % (F - SZ)), (off_t)(j * SZ), SENT };
+		OK(opends_stream_read(h, (void *)(uintptr_t)d, &o[j].size, &o[j].foff, &o[j].boff, &o[j].res, st[j]));
+	}
+	for (int i = 0; i < NS; i++)
+		OK(opends_stream_synchronize(st[i]));
+	double wall = t_now() - t0, cpu = cpu_s() - c0;
+	cpu_by_thread(what);
+	uint8_t *buf = dev_fetch(d, (size_t)NS * SZ);
+	for (int j = 0; j < NS; j++) {
+		CHECKF(o[j].res == (ssize_t)SZ, "%s: last round, stream %d gave %zd", what, j, o[j].res);
+		VERIFY(buf + (size_t)j * SZ, oracle + o[j].foff, SZ, "%s: last round, stream %d", what, j);
+	}
+	free(buf);
+	for (int i = 0; i < NS; i++) {
+		if (fixed)
+			OK(opends_stream_deregister(st[i]));
+		OK(opends_stream_destroy(st[i]));
+	}
+	double mib = (double)N * (double)SZ / (double)T_MiB;
+	printf("%s: %d reads of %zu bytes on %d streams: %.3f s, %.0f reads/s, %.0f MiB/s, %.2f CPU-s\n", what, N, SZ,
+	       NS, wall, N / wall, mib / wall, cpu);
+	if (!fixed) {
+		t0 = t_now();
+		for (size_t k = 0; k < N; k++) {
+			size_t j = k % NS;
+			ssize_t r = opends_sync_read(h, (void *)(uintptr_t)d, SZ, (off_t)(k * 7919 * 4096 % (F - SZ)),
+						     (off_t)(j * SZ));
+			CHECKF(r == (ssize_t)SZ, "%s: opends_sync_read %zu gave %zd", what, k, r);
+		}
+		wall = t_now() - t0;
+		printf("%s, the same by opends_sync_read from one thread: %.3f s, %.0f reads/s, %.0f MiB/s\n", what,
+		       wall, N / wall, mib / wall);
+	}
+	CU(ods_cu.cuMemFree(d));
+}
+
 int main(int argc, char **argv)
 {
 	t_args(argc, argv);
@@ -210,6 +276,8 @@ int main(int argc, char **argv)
 	late_out_of_order(&dev_mem, late, F, oracle, sf, "out of order, fixed values");
 	late_many(&dev_mem, file, F, oracle, "256 streams, a file");
 	late_many(&dev_mem, late, F, oracle, "256 streams, the late source");
+	small_reads(file, false, "small reads, values read at the stream");
+	small_reads(file, true, "small reads, fixed values");
 	quiet_wait(late, s, "a held stream's wait, values read at the stream");
 	quiet_wait(late, sf, "a held stream's wait, fixed values");
 	/* 1 GiB + a bit: 16 MiB pieces, more than the caller queues ahead of
