@@ -77,6 +77,15 @@ static bool p_threads(struct ods_config *c, const char *s)
 	return true;
 }
 
+static bool p_kworkers(struct ods_config *c, const char *s)
+{
+	uint64_t v;
+	if (!in_range(s, 1, 64, &v))
+		return false;
+	c->io_kworkers = (unsigned)v;
+	return true;
+}
+
 static bool p_depth(struct ods_config *c, const char *s)
 {
 	uint64_t v;
@@ -187,6 +196,7 @@ static const struct {
 	{ "OPENDS_ACCEL", "auto, cuda, host or hostdev", p_accel },
 	{ "OPENDS_IO_THREADS", "an integer from 1 to 256", p_threads },
 	{ "OPENDS_QUEUE_DEPTH", "an integer from 1 to 4096", p_depth },
+	{ "OPENDS_IO_KWORKERS", "an integer from 1 to 64", p_kworkers },
 	{ "OPENDS_CHUNK_SIZE", "a size from 4k to 1g that is a multiple of 4096 (suffix k, m or g, either case; no leading zeros)",
 	  p_chunk },
 	{ "OPENDS_MAX_PINNED", "a size from 1m to 1024g (suffix k, m or g allowed)", p_pinned },

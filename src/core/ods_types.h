@@ -17,6 +17,7 @@ struct ods_config {
 	char accel[16];     /* "auto", "cuda", "host" or "hostdev" */
 	unsigned io_threads;  /* 0: backend default */
 	unsigned queue_depth; /* 0: backend default */
+	unsigned io_kworkers;  /* uring: kernel copy workers per ring; 0: backend default */
 	size_t chunk_size;    /* 0: backend default */
 	uint64_t cpu_mask;    /* 0: no pinning */
 	long idle_spin_us;    /* -1: never sleep ("busy"); -2: unset */
