@@ -34,6 +34,7 @@
  * Files are not registered with the rings: handles come and go on any
  *   thread while each ring belongs to its worker, and for chunks of a MiB
  *   the fd lookup registration saves is noise.
+ * Small synchronous reads skip the engine: uring_inline.c.
  * Corner cases that need the POSIX path's read-modify-write (a partial-block
  *   write on a handle without any buffered fd) are handed to it whole
  *   (src/core/posix_io.c), on a worker.
@@ -49,7 +50,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "stage.h"
+#include "uring_int.h"
 
 #define BLK ((off_t)ODS_ALIGN)
 
@@ -94,6 +95,15 @@
  * in 14 of 15 runs; one thread reading 1 GiB per call: 0.78-0.79
  * without, 0.82 with (bench/results/2026-11-29-h200-d86181c/NOTES.md). */
 #define HOT_ASYNC_MIN ((size_t)256 << 10)
+/* SMALL GROUPS: smaller reads of cached ranges taken while more work is
+ * queued (a batch or many futures of small files) wait in the submission
+ * queue until HOT_ASYNC_MIN bytes of them have gathered, then go in one
+ * io_uring_enter, which runs them inline one after the other: one system
+ * call per group instead of one per read (issue 17: a batch of N hot
+ * small files made N calls). The cap keeps one worker from copying
+ * serially what other workers could copy at the same time; the last read
+ * taken (nothing queued behind it) goes at once, so a lone read waits
+ * for nothing. */
 /* An idle worker spins this long before sleeping: a caller issuing
  * synchronous reads back to back submits the next one within a few
  * microseconds, and a spinning worker takes it without an eventfd write
@@ -107,7 +117,7 @@ static struct {
 	unsigned nthreads, depth;
 	size_t chunk;
 	long page;
-	atomic_bool no_cachestat;
+	atomic_bool no_cachestat; /* (then ods_uring_cached answers false) */
 	unsigned kworkers; /* kernel workers per ring for hot reads, and the
 			      reads of cached ranges a worker keeps in it */
 } ur;
@@ -115,8 +125,9 @@ static struct {
 /* the mover's part of a request (r->mv) */
 #define FD_DIRECT(r) ((int)(r)->mv[0])
 #define FD_BUF(r) ((int)(r)->mv[1])
-#define USER_DIRECT(r) ((r)->mv[2] != 0) /* host memory aligned with the file: aligned chunks may go
-					     straight into it */
+#define USER_DIRECT(r) (((r)->mv[2] & 1) != 0) /* host memory aligned with the file: aligned chunks
+						   may go straight into it */
+#define CACHED(r) (((r)->mv[2] & 2) != 0) /* all of it was in the page cache at submit (no O_DIRECT fd) */
 
 /* the mover's part of a unit */
 struct uunit {
@@ -135,6 +146,7 @@ struct uworker {
 	bool wake_armed;  /* the eventfd read is in the ring */
 	bool table;       /* the ring has a (sparse) fixed-buffer table */
 	bool inline_io;   /* a read that runs inline was queued: submit it now */
+	size_t grouped;   /* bytes of small cached reads waiting in the queue */
 	unsigned nhot;    /* reads of cached ranges in the ring */
 	struct uunit *uu; /* by unit index */
 };
@@ -162,7 +174,7 @@ struct ods_cachestat {
 
 /* Every page of [c0, c1) that exists in the file (of fsize bytes; -1:
  * unknown, then every page of the range counts) is in the page cache. */
-static bool fd_cached(int fd, off_t c0, off_t c1, off_t fsize)
+bool ods_uring_cached(int fd, off_t c0, off_t c1, off_t fsize)
 {
 	if (atomic_load_explicit(&ur.no_cachestat, memory_order_relaxed))
 		return false;
@@ -183,9 +195,14 @@ static bool fd_cached(int fd, off_t c0, off_t c1, off_t fsize)
 	return cs.nr_cache >= rg.len / (uint64_t)ur.page;
 }
 
+bool ods_uring_has_cachestat(void)
+{
+	return !atomic_load_explicit(&ur.no_cachestat, memory_order_relaxed);
+}
+
 static bool range_cached(const struct ods_stage_req *r, off_t c0, off_t c1)
 {
-	return r->fsize >= 0 && fd_cached(FD_BUF(r), c0, c1, r->fsize);
+	return r->fsize >= 0 && ods_uring_cached(FD_BUF(r), c0, c1, r->fsize);
 }
 
 /* ---- the chunk's I/O -------------------------------------------------------- */
@@ -216,10 +233,14 @@ static void issue(struct ods_stage_unit *u)
 		else
 			io_uring_prep_read(sqe, x->fd, b, n, (uint64_t)o);
 		w->nhot += x->hot;
-		if (!x->direct && n >= HOT_ASYNC_MIN && u->more)
+		if (!x->direct && n >= HOT_ASYNC_MIN && u->more) {
 			io_uring_sqe_set_flags(sqe, IOSQE_ASYNC);
-		else if (!x->direct)
+		} else if (!x->direct && n < HOT_ASYNC_MIN && u->more && w->grouped + n < HOT_ASYNC_MIN) {
+			w->grouped += n; /* waits in the queue for the group (see SMALL GROUPS) */
+		} else if (!x->direct) {
 			w->inline_io = true;
+			w->grouped = 0;
+		}
 	} else {
 		if (fixed)
 			io_uring_prep_write_fixed(sqe, x->fd, b, n, (uint64_t)o, (int)u->idx);
@@ -239,8 +260,10 @@ static void uring_read(struct ods_stage_unit *u)
 	char *dst = io->buf + (u->c0 - io->off);
 	x->retries = 0;
 	x->direct = FD_DIRECT(r) >= 0 && (FD_BUF(r) < 0 || !range_cached(r, u->c0, u->c1));
-	/* (without an O_DIRECT fd, buffered says nothing about the cache) */
-	x->hot = !x->direct && FD_DIRECT(r) >= 0;
+	/* counted in nhot: the reads that may go to the kernel workers
+	 * (small ones run inline); without an O_DIRECT fd, buffered says
+	 * nothing about the cache unless the submit saw it all cached */
+	x->hot = !x->direct && (FD_DIRECT(r) >= 0 || CACHED(r)) && (size_t)(u->c1 - u->c0) >= HOT_ASYNC_MIN;
 	if (x->direct) {
 		x->fd = FD_DIRECT(r);
 		if (host && USER_DIRECT(r) && !(u->c0 & (BLK - 1)) && !(u->c1 & (BLK - 1)) &&
@@ -397,6 +420,7 @@ static bool reap(void *ctx)
 	struct uworker *w = ctx;
 	if (io_uring_sq_ready(&w->ring))
 		io_uring_submit(&w->ring);
+	w->grouped = 0;
 	bool any = false;
 	struct io_uring_cqe *cqe;
 	while (io_uring_peek_cqe(&w->ring, &cqe) == 0) {
@@ -484,9 +508,15 @@ static int ring_init(struct uworker *w)
 		rc = io_uring_queue_init_params(entries, &w->ring, &p);
 	}
 	if (rc == 0) {
-		/* bounded (regular file) workers; kernels before 5.15 lack the
-		 * call and keep their own limit */
-		unsigned v[2] = { ur.kworkers, 0 };
+		/* Bounded (regular file) kernel workers: a thread per unit, so
+		 * that reads the kernel hands to them (a cold O_DIRECT read that
+		 * would block: a full device queue, an extent to look up) run
+		 * as deep as the ring; hot copies are kept to kworkers by
+		 * ring_full instead. Capping this at kworkers (6135215) ran
+		 * such cold reads kworkers at a time per ring: the suspected
+		 * cause of the cold small-file legs' 32-42 % loss (issue 17).
+		 * Kernels before 5.15 lack the call and keep their own limit. */
+		unsigned v[2] = { ur.kworkers > ur.depth ? ur.kworkers : ur.depth, 0 };
 		io_uring_register_iowq_max_workers(&w->ring, v);
 	}
 	return rc;
@@ -559,17 +589,17 @@ static int req_init(struct ods_stage_req *r)
 		 * is never all cached). Per small hot file that saves an open,
 		 * a close and a stat (issue 17, third lead). Huge requests take
 		 * the path below, which clamps them to the file's size. */
-		if (!h->direct && io->size <= ur.chunk * ur.depth && fd_cached(h->fd, io->off, r->end, -1)) {
+		if (!h->direct && io->size <= ur.chunk * ur.depth && ods_uring_cached(h->fd, io->off, r->end, -1)) {
 			r->mv[0] = (uint64_t)(int64_t)-1;
 			r->mv[1] = (uint64_t)(int64_t)h->fd;
-			r->mv[2] = 0;
+			r->mv[2] = 2; /* CACHED */
 			return 0;
 		}
 		r->fsize = ods_handle_size(h);
 		r->mv[0] = (uint64_t)(int64_t)ods_handle_fd_direct(h);
 		r->mv[1] = (uint64_t)(int64_t)ods_handle_fd_buffered(h);
 		r->mv[2] = io->mem == ODS_MEM_HOST && r->fsize >= 0 &&
-			   !(((uintptr_t)io->buf - (uintptr_t)io->off) & (ODS_ALIGN - 1));
+			   !(((uintptr_t)io->buf - (uintptr_t)io->off) & (ODS_ALIGN - 1)); /* USER_DIRECT */
 		/* Nothing past EOF is read: clamping here also keeps the block
 		 * arithmetic far from the largest off_t. */
 		if (r->fsize >= 0 && r->end > r->fsize)
@@ -602,138 +632,6 @@ static const struct ods_mover uring_mover = {
 	.wait = ring_wait,
 	.wake = ring_wake,
 };
-
-/* ---- small synchronous reads on the caller's thread -------------------------- */
-
-/* A read that fits one chunk gains nothing from the engine: one worker
- * moves it with nothing to overlap, and the hand-offs to the worker and
- * back (an eventfd write or a spinning worker, then a futex wake-up of the
- * caller: 2 context switches, 5 system calls) are pure cost. So reads of
- * at most OPENDS_INLINE_MAX bytes (default: the chunk size) run on the
- * caller. 2-core development VM under heavy load, hot page cache, one
- * caller, p50 engine -> inline: 4 KiB 7-10 -> 1.7-2.0 us (host and
- * simulated device memory), 64 KiB 25-45 -> 15-17 us. Device memory goes
- * through a pinned bounce from a small pool (a fresh allocation per call
- * would page-fault, and the accelerator copies pageable memory slowly).
- * Writes keep the engine (partial blocks, FUSE, durability rules live
- * there). */
-#define NBOUNCE 8u /* callers reading inline at once with a pooled bounce; more allocate */
-
-static struct {
-	pthread_mutex_t lock;
-	char *free[NBOUNCE];
-	unsigned nfree, nmade;
-	size_t size;  /* bytes of each: the inline limit, rounded to pages */
-	bool pinned;  /* from accel->mem->pinned_alloc */
-	const struct ods_accel_mem *mem;
-} bp = { .lock = PTHREAD_MUTEX_INITIALIZER };
-
-static size_t inline_max(void)
-{
-	return ods_drv.cfg.inline_set ? ods_drv.cfg.inline_max : ur.chunk;
-}
-
-/* a bounce of at least n bytes: pooled when n fits the pool's size and the
- * staging budget allows, else allocated (*pooled false) */
-static char *bounce_get(size_t n, bool *pooled)
-{
-	*pooled = false;
-	if (n <= bp.size) {
-		pthread_mutex_lock(&bp.lock);
-		char *b = bp.nfree ? bp.free[--bp.nfree] : NULL;
-		bool make = !b && bp.nmade < NBOUNCE && ods_pinned_reserve(bp.size);
-		if (make)
-			bp.nmade++;
-		pthread_mutex_unlock(&bp.lock);
-		if (make) {
-			b = bp.pinned ? bp.mem->pinned_alloc(bp.size) : ods_aligned_alloc(bp.size);
-			if (!b) {
-				pthread_mutex_lock(&bp.lock);
-				bp.nmade--;
-				pthread_mutex_unlock(&bp.lock);
-				ods_pinned_release(bp.size);
-			}
-		}
-		if (b) {
-			*pooled = true;
-			return b;
-		}
-	}
-	return ods_aligned_alloc(n);
-}
-
-static void bounce_put(char *b, bool pooled)
-{
-	if (!pooled) {
-		free(b);
-		return;
-	}
-	pthread_mutex_lock(&bp.lock);
-	bp.free[bp.nfree++] = b; /* nfree < nmade <= NBOUNCE */
-	pthread_mutex_unlock(&bp.lock);
-}
-
-static void bounces_init(const struct ods_accel *accel)
-{
-	size_t n = inline_max();
-	bp.size = n > ((size_t)16 << 20) ? 0 : (n + 4095) & ~(size_t)4095; /* no pool for huge limits */
-	bp.mem = accel->mem;
-	/* (a fork child opens afresh: another thread of the parent may have
-	 * held the lock at the fork) */
-	bp.lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
-	bp.pinned = bp.mem && bp.mem->pinned_alloc;
-	bp.nfree = bp.nmade = 0;
-}
-
-static void bounces_fini(void)
-{
-	/* driver close: every caller has returned */
-	for (unsigned i = 0; i < bp.nfree; i++) {
-		if (bp.pinned)
-			bp.mem->pinned_free(bp.free[i], bp.size);
-		else
-			free(bp.free[i]);
-	}
-	if (bp.nmade)
-		ods_pinned_release((size_t)bp.nmade * bp.size);
-	bp.nfree = bp.nmade = 0;
-}
-
-static ssize_t inline_pread(struct ods_io *io, int fd)
-{
-	if (io->mem == ODS_MEM_HOST)
-		return ods_pread_full(fd, io->buf, io->size, io->off);
-	bool pooled;
-	char *b = bounce_get(io->size, &pooled);
-	if (!b)
-		return -ENOMEM;
-	ssize_t n = ods_pread_full(fd, b, io->size, io->off);
-	if (n > 0) {
-		int rc = ods_drv.accel->copy_to_device(io->buf, b, (size_t)n);
-		if (rc)
-			n = -rc;
-	}
-	bounce_put(b, pooled);
-	return n;
-}
-
-static ssize_t uring_inline(struct ods_io *io)
-{
-	if (io->opcode != OPENDS_READ)
-		return ODS_NOT_INLINE;
-	if (io->size > inline_max())
-		return ODS_NOT_INLINE;
-	struct ods_handle *h = io->fh;
-	/* a buffered fd: one pread, no twin opened, no stat */
-	if (!h->direct)
-		return inline_pread(io, h->fd);
-	/* O_DIRECT: a cached range is read buffered through the twin, as a
-	 * worker would; the rest by the POSIX path (O_DIRECT, alignment) */
-	int fd = ods_handle_fd_buffered(h);
-	if (fd >= 0 && fd_cached(fd, io->off, io->off + (off_t)io->size, -1))
-		return inline_pread(io, fd);
-	return ods_posix_rw(io);
-}
 
 /* ---- the backend ----------------------------------------------------------- */
 
@@ -777,16 +675,16 @@ static int uring_open(const struct ods_config *cfg, const struct ods_accel *acce
 	ur.page = sysconf(_SC_PAGESIZE);
 	if (ur.page < (long)ODS_ALIGN)
 		ur.page = ODS_ALIGN;
-	ur.kworkers = ncpu > (long)ur.nthreads ? (unsigned)(ncpu / ur.nthreads) : 1;
+	ur.kworkers = cfg->io_kworkers ? cfg->io_kworkers : ncpu > (long)ur.nthreads ? (unsigned)(ncpu / ur.nthreads) : 1;
 	int rc = ods_stage_open(&ur.stage, &p, &uring_mover, cfg, accel);
 	if (rc == 0)
-		bounces_init(accel);
+		ods_uring_bounces_init(accel, ur.chunk);
 	return rc;
 }
 
 static void uring_close(void)
 {
-	bounces_fini();
+	ods_uring_bounces_fini();
 	ods_stage_close(ur.stage);
 	ur.stage = NULL;
 }
@@ -813,7 +711,7 @@ const struct ods_backend ods_backend_uring = {
 	.open = uring_open,
 	.close = uring_close,
 	.submit = uring_submit,
-	.rw_inline = uring_inline,
+	.rw_inline = ods_uring_inline,
 	.readahead = true,
 	.handle_close = ods_ra_handle_close, /* (requests in flight are waited for first) */
 	.describe = uring_describe,

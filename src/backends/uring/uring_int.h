@@ -1,0 +1,24 @@
+/*
+ * The io_uring backend's halves (private): uring.c, the staging engine's
+ * fd mover and the backend; uring_inline.c, small synchronous reads on the
+ * caller's thread.
+ */
+#ifndef ODS_URING_INT_H
+#define ODS_URING_INT_H
+
+#include "stage.h"
+
+/* Every page of [c0, c1) that exists in the file (of fsize bytes; -1:
+ * unknown, then every page of the range counts) is in the page cache
+ * (cachestat(2)); false also where the kernel lacks cachestat. */
+bool ods_uring_cached(int fd, off_t c0, off_t c1, off_t fsize);
+/* false once cachestat was found missing (kernels before 6.5) */
+bool ods_uring_has_cachestat(void);
+
+/* The backend's rw_inline (uring_inline.c) and its bounce pool, made at
+ * open (chunk: the engine's, the default inline limit) and freed at close. */
+ssize_t ods_uring_inline(struct ods_io *io);
+void ods_uring_bounces_init(const struct ods_accel *accel, size_t chunk);
+void ods_uring_bounces_fini(void);
+
+#endif
