@@ -128,6 +128,7 @@ static struct {
 #define USER_DIRECT(r) (((r)->mv[2] & 1) != 0) /* host memory aligned with the file: aligned chunks
 						   may go straight into it */
 #define CACHED(r) (((r)->mv[2] & 2) != 0) /* all of it was in the page cache at submit (no O_DIRECT fd) */
+#define UNDECIDED(r) (((r)->mv[2] & 4) != 0) /* one chunk of a buffered fd: decide() on the worker */
 
 /* the mover's part of a unit */
 struct uunit {
@@ -250,6 +251,30 @@ static void issue(struct ods_stage_unit *u)
 	io_uring_sqe_set_data(sqe, u);
 }
 
+static void fds_init(struct ods_stage_req *r);
+
+/* The one chunk of an UNDECIDED request, on its worker: read buffered
+ * through the caller's fd when cached (no twin, no fstat), else as any
+ * cold read; the part past EOF, which the submitter did not clamp, goes
+ * buffered (that read stops at EOF by itself; a direct one would round
+ * blocks up past the end of the file, and near the largest off_t past
+ * what an off_t holds). Only this unit uses r's mover fields. */
+static void decide(struct ods_stage_unit *u)
+{
+	struct ods_stage_req *r = u->r;
+	if (ods_uring_cached(FD_BUF(r), u->c0, u->c1, -1)) {
+		r->mv[2] = 2; /* CACHED */
+		return;
+	}
+	fds_init(r);
+	if (r->fsize < 0 || u->c1 > r->fsize) {
+		r->fsize = -1;
+		r->mv[0] = (uint64_t)(int64_t)-1; /* buffered: the bytes there are */
+		r->mv[1] = (uint64_t)(int64_t)r->io->fh->fd;
+		r->mv[2] = 0;
+	}
+}
+
 static void uring_read(struct ods_stage_unit *u)
 {
 	struct ods_stage_req *r = u->r;
@@ -259,6 +284,8 @@ static void uring_read(struct ods_stage_unit *u)
 	bool host = io->mem == ODS_MEM_HOST;
 	char *dst = io->buf + (u->c0 - io->off);
 	x->retries = 0;
+	if (UNDECIDED(r))
+		decide(u);
 	x->direct = FD_DIRECT(r) >= 0 && (FD_BUF(r) < 0 || !range_cached(r, u->c0, u->c1));
 	/* counted in nhot: the reads that may go to the kernel workers
 	 * (small ones run inline); without an O_DIRECT fd, buffered says
@@ -578,6 +605,28 @@ static bool on_fuse(int fd)
 	return fstatfs(fd, &sf) == 0 && sf.f_type == 0x65735546; /* FUSE_SUPER_MAGIC */
 }
 
+/* A read that may go O_DIRECT: its fds and the file's size. */
+static void fds_init(struct ods_stage_req *r)
+{
+	struct ods_io *io = r->io;
+	struct ods_handle *h = io->fh;
+	r->fsize = ods_handle_size(h);
+	r->mv[0] = (uint64_t)(int64_t)ods_handle_fd_direct(h);
+	r->mv[1] = (uint64_t)(int64_t)ods_handle_fd_buffered(h);
+	r->mv[2] = io->mem == ODS_MEM_HOST && r->fsize >= 0 &&
+		   !(((uintptr_t)io->buf - (uintptr_t)io->off) & (ODS_ALIGN - 1)); /* USER_DIRECT */
+}
+
+static int cold_init(struct ods_stage_req *r)
+{
+	fds_init(r);
+	/* Nothing past EOF is read: clamping here also keeps the block
+	 * arithmetic far from the largest off_t. */
+	if (r->fsize >= 0 && r->end > r->fsize)
+		r->end = r->io->off < r->fsize ? r->fsize : r->io->off;
+	return r->end == r->io->off;
+}
+
 static int req_init(struct ods_stage_req *r)
 {
 	struct ods_io *io = r->io;
@@ -589,22 +638,22 @@ static int req_init(struct ods_stage_req *r)
 		 * is never all cached). Per small hot file that saves an open,
 		 * a close and a stat (issue 17, third lead). Huge requests take
 		 * the path below, which clamps them to the file's size. */
+		if (!h->direct && ods_align_down(io->off) + (off_t)ur.chunk >= r->end) {
+			/* one chunk: the worker that reads it asks (decide), not
+			 * the submitter, which a batch of many small files keeps
+			 * busy enough with its own work */
+			r->mv[0] = (uint64_t)(int64_t)-1;
+			r->mv[1] = (uint64_t)(int64_t)h->fd;
+			r->mv[2] = 4; /* UNDECIDED */
+			return 0;
+		}
 		if (!h->direct && io->size <= ur.chunk * ur.depth && ods_uring_cached(h->fd, io->off, r->end, -1)) {
 			r->mv[0] = (uint64_t)(int64_t)-1;
 			r->mv[1] = (uint64_t)(int64_t)h->fd;
 			r->mv[2] = 2; /* CACHED */
 			return 0;
 		}
-		r->fsize = ods_handle_size(h);
-		r->mv[0] = (uint64_t)(int64_t)ods_handle_fd_direct(h);
-		r->mv[1] = (uint64_t)(int64_t)ods_handle_fd_buffered(h);
-		r->mv[2] = io->mem == ODS_MEM_HOST && r->fsize >= 0 &&
-			   !(((uintptr_t)io->buf - (uintptr_t)io->off) & (ODS_ALIGN - 1)); /* USER_DIRECT */
-		/* Nothing past EOF is read: clamping here also keeps the block
-		 * arithmetic far from the largest off_t. */
-		if (r->fsize >= 0 && r->end > r->fsize)
-			r->end = io->off < r->fsize ? r->fsize : io->off;
-		return r->end == io->off;
+		return cold_init(r);
 	}
 	int fd_direct = ods_handle_fd_direct(h), fd_buf = ods_handle_fd_buffered(h);
 	r->mv[0] = (uint64_t)(int64_t)fd_direct;
