@@ -16,6 +16,7 @@ SETTINGS = {
     "accel": "OPENDS_ACCEL",
     "io_threads": "OPENDS_IO_THREADS",
     "queue_depth": "OPENDS_QUEUE_DEPTH",
+    "io_kworkers": "OPENDS_IO_KWORKERS",
     "chunk_size": "OPENDS_CHUNK_SIZE",
     "max_pinned": "OPENDS_MAX_PINNED",
     "inline_max": "OPENDS_INLINE_MAX",

@@ -15,6 +15,10 @@ bool ods_uring_cached(int fd, off_t c0, off_t c1, off_t fsize);
 /* false once cachestat was found missing (kernels before 6.5) */
 bool ods_uring_has_cachestat(void);
 
+/* io_uring_enter calls that submitted reads or writes (worker threads;
+ * for tests, which link the library's objects) */
+extern atomic_ulong ods_uring_submits;
+
 /* The backend's rw_inline (uring_inline.c) and its bounce pool, made at
  * open (chunk: the engine's, the default inline limit) and freed at close. */
 ssize_t ods_uring_inline(struct ods_io *io);
