@@ -15,6 +15,23 @@ static bool loaded; /* ods_cu is complete and cuInit succeeded */
 #define ODS_STR_(x) #x
 #define ODS_STR(x) ODS_STR_(x) /* the versioned name cuda.h maps f to */
 
+/* The minimal table (cuda_min.h) declares these with plain C types and
+ * looks them up by their plain names: both must agree with cuda.h. */
+_Static_assert(sizeof(CUresult) == sizeof(int) && sizeof(CUpointer_attribute) == sizeof(int), "4-byte enums");
+_Static_assert(sizeof(CUdeviceptr) == sizeof(unsigned long long), "CUdeviceptr");
+_Static_assert(__builtin_types_compatible_p(CUcontext, struct CUctx_st *), "CUcontext");
+_Static_assert(CUDA_SUCCESS == ODS_CU_MIN_SUCCESS && CUDA_ERROR_NO_DEVICE == ODS_CU_MIN_ERROR_NO_DEVICE &&
+		       CU_POINTER_ATTRIBUTE_CONTEXT == ODS_CU_MIN_POINTER_ATTRIBUTE_CONTEXT,
+	       "the minimal table's constants");
+#define ODS_CU_UNVERSIONED(f) _Static_assert(sizeof(ODS_STR(f)) == sizeof(#f), #f " is versioned in cuda.h");
+ODS_CU_UNVERSIONED(cuInit)
+ODS_CU_UNVERSIONED(cuGetErrorString)
+ODS_CU_UNVERSIONED(cuDeviceGetCount)
+ODS_CU_UNVERSIONED(cuCtxGetCurrent)
+ODS_CU_UNVERSIONED(cuCtxSetCurrent)
+ODS_CU_UNVERSIONED(cuPointerGetAttribute)
+#undef ODS_CU_UNVERSIONED
+
 static void say(char *why, size_t n, const char *fmt, const char *a)
 {
 	if (why && n)
@@ -27,15 +44,9 @@ enum ods_cu_status ods_cu_load(char *why, size_t why_len)
 	enum ods_cu_status st = ODS_CU_OK;
 	if (loaded)
 		goto out;
-	/* kept open for the life of the process: a second dlopen of the same
-	 * library only takes a reference, and the driver is not made to be
-	 * unloaded under live contexts */
-	static void *lib;
-	if (!lib && !(lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL))) {
-		say(why, why_len, "libcuda.so.1 not found (%s)", dlerror());
-		st = ODS_CU_NO_DRIVER;
-		goto out;
-	}
+	if ((st = ods_cu_min_load(why, why_len)) != ODS_CU_OK)
+		goto out; /* libcuda.so.1 missing, or cuInit failed */
+	void *lib = ods_cu_min_library();
 	struct ods_cuda_api api;
 	memset(&api, 0, sizeof(api));
 #define REQ(f)                                                                                        \
@@ -49,14 +60,6 @@ enum ods_cu_status ods_cu_load(char *why, size_t why_len)
 #define OPT(f) api.f = (__typeof__(api.f))dlsym(lib, ODS_STR(f));
 	ODS_CU_OPTIONAL(OPT)
 #undef OPT
-	CUresult r = api.cuInit(0);
-	if (r != CUDA_SUCCESS) {
-		const char *s = NULL;
-		api.cuGetErrorString(r, &s);
-		say(why, why_len, "cuInit failed: %s", s ? s : "unknown error");
-		st = r == CUDA_ERROR_NO_DEVICE ? ODS_CU_NO_DEVICE : ODS_CU_INIT_FAILED;
-		goto out;
-	}
 	ods_cu = api;
 	loaded = true;
 out:
@@ -68,6 +71,7 @@ void ods_cu_after_fork(void)
 {
 	pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
 	load_lock = fresh;
+	ods_cu_min_after_fork();
 }
 
 const char *ods_cu_missing(const char *const *names)

@@ -10,6 +10,10 @@
  * looked up all go through those macros, so each pointer has the prototype
  * of the symbol it is loaded from.
  *
+ * libcuda.so.1 is opened, and cuInit run, by the minimal mode
+ * (cuda_min.h), which this loader builds on; code that cannot include
+ * cuda.h (the gds backend) uses that one alone.
+ *
  * Not part of the public API. The library links its own hidden copy; a
  * test or tool links another (the static library "ods_cuda_api"), and both
  * share the one libcuda.so.1 the process loads.
@@ -20,6 +24,8 @@
 #include <cuda.h>
 #include <stdbool.h>
 #include <stddef.h>
+
+#include "cuda_min.h"
 
 /* Entry points every driver since CUDA 11 has: a driver without one of
  * them is refused by ods_cu_load. */
@@ -52,21 +58,14 @@ struct ods_cuda_api {
 /* Filled by ods_cu_load; read-only afterwards. */
 extern struct ods_cuda_api ods_cu;
 
-enum ods_cu_status {
-	ODS_CU_OK = 0,
-	ODS_CU_NO_DRIVER,  /* libcuda.so.1 not found */
-	ODS_CU_TOO_OLD,    /* a required entry point is missing */
-	ODS_CU_NO_DEVICE,  /* cuInit: no CUDA device */
-	ODS_CU_INIT_FAILED /* cuInit failed otherwise */
-};
-
 /* Load libcuda.so.1 (once per process, thread-safe; never unloaded, as the
- * driver expects) and run cuInit(0). ODS_CU_OK, or a status with why[]
- * filled (why may be NULL). A failed load is tried again on the next call. */
+ * driver expects) and run cuInit(0), through ods_cu_min_load, then the
+ * whole table. ODS_CU_OK, or a status with why[] filled (why may be NULL).
+ * A failed load is tried again on the next call. */
 enum ods_cu_status ods_cu_load(char *why, size_t why_len);
 
-/* In the child after fork(): the loader's lock may have been held by a
- * thread that does not exist there; make it usable again (the loaded
+/* In the child after fork(): the loaders' locks may have been held by a
+ * thread that does not exist there; make them usable again (the loaded
  * table stays: the driver itself refuses a child of an initialised
  * parent, and says so on the first call). */
 void ods_cu_after_fork(void);

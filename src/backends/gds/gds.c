@@ -36,6 +36,7 @@
 #include "../../vendor/cufile/cufile.h"
 #include "../../vendor/cufile/cufile_layout.h"
 #include "../../vendor/cufile_api.h"
+#include "../../vendor/cuda_min.h"
 
 ODS_CUFILE_LAYOUT_CHECKS();
 ODS_CUFILE_PROTO_CHECKS();
@@ -56,19 +57,12 @@ static struct {
 } gs;
 
 
-/* The CUDA driver: a GPU must be there before cuFile is asked anything,
- * and device pointers need a current context on worker threads. Loaded
- * once, never unloaded. */
-static struct {
-	void *lib;
-	int (*cuCtxGetCurrent)(void **ctx);
-	int (*cuCtxSetCurrent)(void *ctx);
-	int (*cuPointerGetAttribute)(void *data, int attribute, unsigned long long ptr);
-	int (*cuInit)(unsigned flags);
-	int (*cuDeviceGetCount)(int *count);
-} cu;
-
-#define CU_POINTER_ATTRIBUTE_CONTEXT 1
+/* The CUDA driver (a GPU must be there before cuFile is asked anything,
+ * and device pointers need a current context on worker threads) comes
+ * through the one libcuda loader's minimal mode, ods_cu_min
+ * (src/vendor/cuda_min.h): this file compiles against OpenDS's cuFile
+ * declaration, whose CUDA types are stand-ins, so it cannot include cuda.h.
+ * Loaded by gpu_present, before the driver opens. */
 
 static const struct ods_accel *gds_accel;
 
@@ -118,19 +112,6 @@ static int load(char *why, size_t n)
 		return OPENDS_PLATFORM_NOT_SUPPORTED;
 	}
 	snprintf(gs.path, sizeof(gs.path), "%s", path);
-
-	if (!cu.lib) {
-		cu.lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-		if (cu.lib) {
-			*(void **)&cu.cuCtxGetCurrent = dlsym(cu.lib, "cuCtxGetCurrent");
-			*(void **)&cu.cuCtxSetCurrent = dlsym(cu.lib, "cuCtxSetCurrent");
-			*(void **)&cu.cuPointerGetAttribute = dlsym(cu.lib, "cuPointerGetAttribute");
-			*(void **)&cu.cuInit = dlsym(cu.lib, "cuInit");
-			*(void **)&cu.cuDeviceGetCount = dlsym(cu.lib, "cuDeviceGetCount");
-			if (!cu.cuCtxGetCurrent || !cu.cuCtxSetCurrent || !cu.cuPointerGetAttribute)
-				cu.cuCtxGetCurrent = NULL;
-		}
-	}
 	return 0;
 }
 
@@ -166,13 +147,13 @@ static bool direct_path(const CUfileDrvProps_t *p, char *mode, size_t n)
  * libcuda), so a device is required before asking it. */
 static int gpu_present(char *why, size_t n)
 {
+	char cuwhy[200];
 	int r, count = 0;
-	if (!cu.lib || !cu.cuInit || !cu.cuDeviceGetCount) {
-		snprintf(why, n, "cuFile needs a GPU: libcuda.so.1 %s", cu.lib ? "lacks cuInit/cuDeviceGetCount"
-										   : "cannot be loaded");
+	if (ods_cu_min_load(cuwhy, sizeof(cuwhy)) != ODS_CU_OK) {
+		snprintf(why, n, "cuFile needs a GPU: %s", cuwhy);
 		return OPENDS_PLATFORM_NOT_SUPPORTED;
 	}
-	if ((r = cu.cuInit(0)) != 0 || (r = cu.cuDeviceGetCount(&count)) != 0 || count < 1) {
+	if ((r = ods_cu_min.cuDeviceGetCount(&count)) != ODS_CU_MIN_SUCCESS || count < 1) {
 		snprintf(why, n, "cuFile needs a GPU: the CUDA driver reports none (CUresult %d, %d devices)", r, count);
 		return OPENDS_PLATFORM_NOT_SUPPORTED;
 	}
@@ -363,29 +344,31 @@ static ssize_t from_cufile(ssize_t r, int err)
  * synchronous path runs there) the caller's context comes back after it
  * (API.md: a thread's current context is never changed by the library). */
 struct ctx_saved {
-	bool set;   /* true: put prev back */
-	void *prev; /* the context current before (NULL: none) */
+	bool set;               /* true: put prev back */
+	struct CUctx_st *prev; /* the context current before (NULL: none) */
 };
 
 static struct ctx_saved bind_context(const void *p)
 {
 	struct ctx_saved s = { false, NULL };
-	if (!cu.cuCtxGetCurrent)
-		return s;
+	if (!ods_cu_min.cuCtxGetCurrent)
+		return s; /* not loaded: no driver open, no device memory */
 	/* The buffer's own context first: with several GPUs, the context
 	 * current on this thread (or the one thread_attach makes current)
 	 * may be another device's. */
-	void *ctx = NULL, *cur = NULL;
-	if (cu.cuPointerGetAttribute(&ctx, CU_POINTER_ATTRIBUTE_CONTEXT, (unsigned long long)(uintptr_t)p) == 0 && ctx) {
-		if (cu.cuCtxGetCurrent(&cur) != 0)
+	struct CUctx_st *ctx = NULL, *cur = NULL;
+	if (ods_cu_min.cuPointerGetAttribute(&ctx, ODS_CU_MIN_POINTER_ATTRIBUTE_CONTEXT,
+					     (unsigned long long)(uintptr_t)p) == ODS_CU_MIN_SUCCESS &&
+	    ctx) {
+		if (ods_cu_min.cuCtxGetCurrent(&cur) != ODS_CU_MIN_SUCCESS)
 			cur = NULL;
-		if (cur != ctx && cu.cuCtxSetCurrent(ctx) == 0) {
+		if (cur != ctx && ods_cu_min.cuCtxSetCurrent(ctx) == ODS_CU_MIN_SUCCESS) {
 			s.set = true;
 			s.prev = cur;
 		}
 		return s;
 	}
-	if (cu.cuCtxGetCurrent(&cur) == 0 && cur)
+	if (ods_cu_min.cuCtxGetCurrent(&cur) == ODS_CU_MIN_SUCCESS && cur)
 		return s;
 	if (gds_accel && gds_accel->lanes)
 		gds_accel->lanes->thread_attach();
@@ -395,7 +378,7 @@ static struct ctx_saved bind_context(const void *p)
 static void unbind_context(struct ctx_saved s)
 {
 	if (s.set)
-		cu.cuCtxSetCurrent(s.prev);
+		ods_cu_min.cuCtxSetCurrent(s.prev);
 }
 
 /* [buf, buf+size) at off through cuFile; base/boff address a range cuFile
