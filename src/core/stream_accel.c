@@ -65,10 +65,8 @@ struct piece {
  * so the planned copies write back what is already there ("mirror"). Host
  * buffers have no plan: always the general way, one piece of no bytes. */
 struct aop {
-	struct ods_sargs a;
-	struct ods_io io;     /* validated: at the call (fixed) or when reached */
-	struct ods_task task; /* the host function's (no plan), or the hand-over
-				 to the dispatcher (staged) */
+	/* what the dispatcher reads for every operation on each round, together */
+	struct aop *wnext;    /* the dispatcher's watch list; the quarantine */
 	void *progress;       /* staged: the stream writes base + i + 1 after
 				 piece i's copy */
 	unsigned base;        /* 1: the stream writes 1 when it reaches the op
@@ -76,8 +74,16 @@ struct aop {
 	unsigned seen;        /* the counter as the dispatcher last read it */
 	unsigned started;     /* pieces started */
 	bool begun;           /* arguments read, first pieces started */
+	unsigned n, k;        /* pieces; slots */
+	atomic_uint finished;
+	atomic_bool cut;      /* queueing failed after the dispatcher got it
+				 (op_cut_posted): the caller: stop starting
+				 pieces */
+	struct ods_sargs a;
+	struct ods_io io;     /* validated: at the call (fixed) or when reached */
+	struct ods_task task; /* the host function's (no plan), or the hand-over
+				 to the dispatcher (staged) */
 	atomic_int queued;    /* no plan: 0 queueing, 1 queued whole, 2 cut */
-	struct aop *wnext;    /* the dispatcher's watch list; the quarantine */
 	unsigned sdev;        /* the device whose context its commands run in */
 	char *dev;            /* planned device range */
 	size_t size0;
@@ -85,18 +91,15 @@ struct aop {
 	size_t valid0;        /* reads: planned bytes inside the file */
 	char *stage;          /* NULL: no plan */
 	unsigned cls;
-	unsigned n, k;        /* pieces; slots */
 	unsigned nq;          /* pieces whose waits are on the stream */
 	size_t piece, slot;   /* bytes per piece; per slot */
 	pthread_mutex_t lock;
 	bool mirror, general_done;
 	struct piece *waiting;
 	ssize_t result;       /* the general operation's */
-	atomic_uint finished;
 	atomic_uint refs;     /* the caller enqueuing it; the stream's end;
 				 each piece started and not yet finished */
-	/* queueing failed after the dispatcher got it (op_cut_posted) */
-	atomic_bool cut;      /* the caller: stop starting pieces */
+	/* after a cut */
 	atomic_bool cut_seen; /* the dispatcher: none will start */
 	atomic_bool cut_ready; /* the caller: none in flight, result published */
 	unsigned cut_next;    /* the dispatcher: next gate to open */
@@ -531,22 +534,24 @@ static void op_launch(struct aop *op)
 }
 
 /* How far the caller queues ahead of the stream: piece i is queued once
- * the stream has copied piece i - QWIN (QWIN = 2k pieces). CUDA blocks a
- * call that queues on a full stream queue, and blocks spinning: an 8 GiB
- * read queues ~2 000 commands, so the caller spun for most of a cold read
- * (0.42 CPU-s/GiB against 0.15 for a 1 GiB read, which fits). Here it
- * sleeps instead. Not a new wait: if neither the stream nor the pieces
- * move for QWIN_IDLE_MS (a stream held by other work, a slow disk, a
- * failed accelerator), it queues on as before, and the accelerator blocks
- * it or returns the error. */
+ * the stream has copied piece i - QWIN. CUDA blocks a call that queues on
+ * a full stream queue, and blocks spinning: an 8 GiB read queues ~2 000
+ * commands, so the caller spun for most of a cold read (0.42 CPU-s/GiB
+ * against 0.15 for a 1 GiB read, ~260 commands, which fit). Here it sleeps
+ * instead. QWIN pieces (~4 commands each, ~520) are meant to stay under
+ * that queue, so that an operation up to 2 GiB (in 16 MiB pieces) returns
+ * at once as before and the caller goes on to queue other work. Not a new wait: if
+ * neither the stream nor the pieces move for QWIN_IDLE_MS (a stream held
+ * by other work, a slow disk, a failed accelerator), it queues on as
+ * before, and the accelerator blocks it or returns the error. */
+#define QWIN 128u
 #define QWIN_IDLE_MS 200
 static void queue_window(struct aop *op, unsigned i)
 {
 	const struct ods_accel_streams *acc = ods_drv.accel->streams;
-	unsigned win = 2 * op->k;
-	if (i < win)
+	if (i < QWIN)
 		return;
-	uint32_t need = op->base + (i - win) + 1; /* piece i - win copied */
+	uint32_t need = op->base + (i - QWIN) + 1; /* piece i - QWIN copied */
 	uint32_t m = acc->counter_read(op->progress);
 	unsigned f = atomic_load(&op->finished), idle = 0;
 	while (m < need && idle < QWIN_IDLE_MS) {

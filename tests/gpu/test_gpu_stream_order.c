@@ -280,8 +280,9 @@ int main(int argc, char **argv)
 	small_reads(file, true, "small reads, fixed values");
 	quiet_wait(late, s, "a held stream's wait, values read at the stream");
 	quiet_wait(late, sf, "a held stream's wait, fixed values");
-	/* 1 GiB + a bit: 16 MiB pieces, more than the caller queues ahead of
-	 * the stream; OPENDS_TEST_COLD_MIB=8192 for the bench's 8 GiB leg */
+	/* 1 GiB + a bit: 16 MiB pieces; OPENDS_TEST_COLD_MIB=8192 for the
+	 * bench's 8 GiB leg, more pieces than the caller queues ahead of the
+	 * stream (stream_accel.c, QWIN) */
 	const char *cm = getenv("OPENDS_TEST_COLD_MIB");
 	const size_t G = (cm && atol(cm) > 0 ? (size_t)atol(cm) << 20 : (size_t)1 << 30) + 12345;
 	char gpath[PATH_MAX];
