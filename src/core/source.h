@@ -10,7 +10,10 @@
  *    io_unit boundaries, started while the caps of the source's domain
  *    allow, completed from whatever thread the source calls back on;
  *    device memory is staged through the engine's pinned slots and copied
- *    by its workers, which also run blocking sources;
+ *    by its workers, which also run blocking sources. An asynchronous
+ *    source moving host memory needs none of that: its requests skip the
+ *    engine's queue and workers (one run of the same pieces, started by
+ *    the submitter, completed on the source's thread: direct_submit);
  *  - ref delegates each request whole to the synchronous runner (the
  *    oracle), one piece at a time, on the engine's workers.
  */
