@@ -649,10 +649,13 @@ static int req_init(struct ods_stage_req *r)
 		 * is never all cached). Per small hot file that saves an open,
 		 * a close and a stat (issue 17, third lead). Huge requests take
 		 * the path below, which clamps them to the file's size. */
-		if (!h->direct && ods_align_down(io->off) + (off_t)ur.chunk >= r->end) {
+		if (!h->direct && r->end - ods_align_down(io->off) <= (off_t)ur.chunk &&
+		    r->end <= INT64_MAX - (off_t)ur.chunk) {
 			/* one chunk: the worker that reads it asks (decide), not
 			 * the submitter, which a batch of many small files keeps
-			 * busy enough with its own work */
+			 * busy enough with its own work (r->end stays unclamped:
+			 * not near the largest off_t, which the chunker's
+			 * arithmetic would pass) */
 			r->mv[0] = (uint64_t)(int64_t)-1;
 			r->mv[1] = (uint64_t)(int64_t)h->fd;
 			r->mv[2] = 4; /* UNDECIDED */
