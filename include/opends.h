@@ -345,14 +345,15 @@ OPENDS_API opends_error_t opends_handle_deregister(opends_handle_t fh);
 /*
  * How the handle will be read, like posix_fadvise. Read-ahead (uring, into
  * device memory, OPENDS_READAHEAD not 0): with OPENDS_ADVICE_NORMAL (the
- * default) once two synchronous reads in a row continue each other (same
- * size, the second starting where the first ended), the next call's range
+ * default) once two synchronous reads in a row by one thread continue each
+ * other (same size, the second starting where the first ended; calls of
+ * several threads on one handle are no stream), the next call's range
  * is read into host staging behind the current call, and a call for
  * exactly that range copies it from there while the range after it is
  * read. OPENDS_ADVICE_SEQUENTIAL reads ahead from the first call,
  * OPENDS_ADVICE_RANDOM never. Calls above 64 MiB or at most
  * OPENDS_INLINE_MAX, block devices, host memory and sources never read
- * ahead. Memory: two buffers of the call's size per handle that reads
+ * ahead. Memory: three buffers of the call's size per handle that reads
  * ahead, inside OPENDS_MAX_PINNED (none when they do not fit), freed at
  * deregistration.
  * Guarantee: a read never returns bytes older than

@@ -17,6 +17,9 @@
  *   deregister   while a read-ahead is in flight (ASan/TSan catch misuse)
  *   two threads  each reads its half of the file sequentially through the
  *                same handle: byte-exact whatever read-ahead makes of it
+ *   taking turns two threads take strict turns, each call continuing the
+ *                other thread's: no stream (a stream is one thread's), so
+ *                nothing is read ahead or served from it; byte-exact
  */
 #include "common.h"
 
@@ -277,6 +280,51 @@ static void two_threads(void)
 	OK(opends_driver_close());
 }
 
+static pthread_mutex_t turn_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t turn_cv = PTHREAD_COND_INITIALIZER;
+static unsigned turn_k; /* the next call; thread k % 2 makes it */
+
+static void *turn_reader(void *arg)
+{
+	struct half *x = arg; /* k0: 0 or 1 */
+	uint8_t *mem = t_xmalloc(S + 4096);
+	for (;;) {
+		pthread_mutex_lock(&turn_lock);
+		while (turn_k < NCALL && turn_k % 2 != x->k0)
+			pthread_cond_wait(&turn_cv, &turn_lock);
+		unsigned k = turn_k;
+		pthread_mutex_unlock(&turn_lock);
+		if (k >= NCALL)
+			break;
+		read_call(x->fh, mem, k, hashpat, "taking turns");
+		pthread_mutex_lock(&turn_lock);
+		turn_k++;
+		pthread_cond_broadcast(&turn_cv);
+		pthread_mutex_unlock(&turn_lock);
+	}
+	free(mem);
+	return NULL;
+}
+
+static void taking_turns(void)
+{
+	t_driver_open();
+	int fd = t_open(path, O_RDONLY, false);
+	opends_handle_t fh = t_register(fd);
+	struct half h[2] = { { fh, 0 }, { fh, 1 } };
+	pthread_t t[2];
+	for (int i = 0; i < 2; i++)
+		CHECK(pthread_create(&t[i], NULL, turn_reader, &h[i]) == 0);
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	unsigned long n = served(fh);
+	CHECKF(n == 0, "taking turns: %lu calls served from read-ahead; two threads' calls are no stream", n);
+	printf("taking turns: %d calls byte-exact, none from read-ahead\n", NCALL);
+	OK(opends_handle_deregister(fh));
+	close(fd);
+	OK(opends_driver_close());
+}
+
 int main(int argc, char **argv)
 {
 	t_args(argc, argv);
@@ -294,6 +342,7 @@ int main(int argc, char **argv)
 	other_process(mem, true);
 	switches(mem);
 	two_threads();
+	taking_turns();
 	free(mem);
 	t_rm_dir();
 	return t_failures ? 1 : 0;

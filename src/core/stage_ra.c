@@ -4,13 +4,16 @@
  * A caller reading a file in back-to-back synchronous calls never has more
  * than one in flight, so each call pays its reads and then its copy in
  * sequence. Once a handle has seen two calls in a row that continue each
- * other (same size, the second starting where the first ended), the range
+ * other (same size, the second starting where the first ended) on one
+ * thread (several threads' calls on a handle that happen to follow each
+ * other are no stream: reading ahead for them read ranges another thread
+ * then asked for out of turn, dropped them, and waited), the range
  * of the next call is read into host staging (pinned where the
  * accelerator pins) behind the current one, by the engine's workers; the
  * next call that asks for exactly that range copies it from there while
  * the range after it is read into the other buffer.
  *
- * Bounded: two buffers of the call's size per handle that reads ahead,
+ * Bounded: RA_BUFS buffers of the call's size per handle that reads ahead,
  * taken from the staging budget (OPENDS_MAX_PINNED) and given back at
  * deregistration; calls above RA_MAX or at most the inline size
  * (OPENDS_INLINE_MAX) never read ahead, and neither does a handle whose
@@ -76,6 +79,9 @@ struct ra {
 	off_t next;          /* where the last synchronous read ended */
 	size_t last;         /* and its size */
 	unsigned streak;     /* calls in a row that continued the one before */
+	const void *caller;  /* the thread of the last call (ra_me): a stream is one
+				thread's; calls of several threads on one handle
+				that happen to follow each other are none */
 	atomic_bool want;    /* ods_ra_behind: read ahead from want_off */
 	off_t want_off;
 	size_t cap;          /* bytes of each slot's buffer */
@@ -87,6 +93,9 @@ struct ra {
 	struct slot sl[RA_BUFS];
 	atomic_ulong served; /* calls served from it (opends_describe) */
 };
+
+/* a per-thread address: who made a call */
+static _Thread_local char ra_me;
 
 static unsigned bucket(const struct ods_handle *h)
 {
@@ -316,11 +325,13 @@ ssize_t ods_ra_take(struct ods_io *io)
 		r->next = io->off + (off_t)n;
 		r->last = io->size;
 		r->streak++;
+		r->caller = &ra_me;
 		atomic_fetch_add_explicit(&r->served, 1, memory_order_relaxed);
 		pthread_mutex_unlock(&r->lock);
 		return rc ? -rc : n;
 	}
-	bool seq = io->off == r->next && io->size == r->last;
+	bool seq = io->off == r->next && io->size == r->last && r->caller == &ra_me;
+	r->caller = &ra_me;
 	r->streak = seq ? r->streak + 1 : 0;
 	r->next = io->off + (off_t)io->size;
 	r->last = io->size;
