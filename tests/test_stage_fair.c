@@ -12,7 +12,11 @@
  *             leaves the queue from its middle (and as its tail) with
  *             -ECANCELED; the requests around it and one queued after are
  *             served byte-exact
- * Usage: test_stage_fair devices|fifo|cancel
+ *   many      ods_stage_submit_many of more requests than the queue takes
+ *             (its submitter waits for room halfway, after waking the
+ *             workers for those queued), one of them needing no transfer:
+ *             every chunk handed out in the batch's order, byte-exact
+ * Usage: test_stage_fair devices|fifo|cancel|many
  */
 #include <signal.h>
 #include <stdio.h>
@@ -62,7 +66,9 @@ static void gm_worker_close(void *ctx)
 static int gm_req_init(struct ods_stage_req *r)
 {
 	r->fsize = (off_t)(2 * LEN);
-	return 0;
+	if (r->end > r->fsize)
+		r->end = r->io->off < r->fsize ? r->fsize : r->io->off;
+	return r->end == r->io->off; /* past the end: nothing to move */
 }
 
 static void gm_read(struct ods_stage_unit *u)
@@ -151,7 +157,7 @@ static void on_done(struct ods_io *io)
 
 static struct ods_handle g_h;
 
-static void submit(struct ods_stage *s, struct req *q, unsigned dev, off_t off, size_t n, bool cancelled)
+static void prepare(struct req *q, unsigned dev, off_t off, size_t n, bool cancelled)
 {
 	memset(q, 0, sizeof(*q));
 	q->buf = malloc(n + 64);
@@ -170,6 +176,11 @@ static void submit(struct ods_stage *s, struct req *q, unsigned dev, off_t off, 
 	atomic_store(&q->io.cancelled, cancelled);
 	atomic_fetch_add(&ods_inflight, 1);
 	atomic_fetch_add(&g_h.inflight, 1);
+}
+
+static void submit(struct ods_stage *s, struct req *q, unsigned dev, off_t off, size_t n, bool cancelled)
+{
+	prepare(q, dev, off, n, cancelled);
 	ods_stage_submit(s, &q->io, false);
 }
 
@@ -301,10 +312,68 @@ static void case_cancel(void)
 	printf("cancel: from the middle and the tail of the queue, -ECANCELED, the rest byte-exact\n");
 }
 
+#define NMANY 8
+
+struct many {
+	struct ods_stage *s;
+	struct ods_io *ios[NMANY];
+	atomic_bool returned;
+};
+
+static void *many_submitter(void *arg)
+{
+	struct many *m = arg;
+	ods_stage_submit_many(m->s, m->ios, NMANY, true);
+	atomic_store(&m->returned, true);
+	return NULL;
+}
+
+static void case_many(void)
+{
+	reset();
+	struct ods_stage *s = open_engine(1); /* room for 2 requests, or 2 chunks' bytes */
+	static struct req q[NMANY];
+	struct many m = { .s = s };
+	atomic_init(&m.returned, false);
+	for (unsigned i = 0; i < NMANY; i++) {
+		off_t off = i == 3 ? (off_t)(2 * LEN) : (off_t)(i * 3 * CHUNK + 100); /* 3: past the end */
+		prepare(&q[i], 0, off, 2 * CHUNK, false);
+		m.ios[i] = &q[i].io;
+	}
+	pthread_t t;
+	if (pthread_create(&t, NULL, many_submitter, &m))
+		FAIL("pthread_create");
+	/* it cannot return before some are served: the queue holds 2 */
+	wait_held(2, MAXSTART);
+	if (atomic_load(&m.returned))
+		FAIL("ods_stage_submit_many of %d returned before any room was made", NMANY);
+	for (unsigned i = 0; i < NMANY; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "batch entry %u", i);
+		finish(&q[i], i == 3 ? 0 : (ssize_t)(2 * CHUNK), name);
+	}
+	pthread_join(t, NULL);
+	ods_stage_close(s);
+	/* one worker, one device: the entries' chunks in the batch's order */
+	unsigned at = 0;
+	for (unsigned i = 0; i < NMANY; i++) {
+		if (i == 3)
+			continue;
+		unsigned want = 3; /* 2 chunks + 100 bytes at an unaligned start: 3 chunks of 64 KiB */
+		if (count_of(&q[i].io, at, want) != want)
+			FAIL("batch entry %u: its chunks are not handed out %u..%u in the batch's order", i, at,
+			     at + want - 1);
+		at += want;
+	}
+	if (nstarted() != at)
+		FAIL("%u chunks handed out, want %u", nstarted(), at);
+	printf("many: %d requests in one submit, waiting for room halfway, in order and byte-exact\n", NMANY);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2)
-		FAIL("usage: test_stage_fair devices|fifo|cancel");
+		FAIL("usage: test_stage_fair devices|fifo|cancel|many");
 	alarm(60); /* a request lost from the queue would hang */
 	g_model = malloc(2 * LEN);
 	if (!g_model)
@@ -322,6 +391,8 @@ int main(int argc, char **argv)
 		case_fifo();
 	else if (!strcmp(argv[1], "cancel"))
 		case_cancel();
+	else if (!strcmp(argv[1], "many"))
+		case_many();
 	else
 		FAIL("unknown case %s", argv[1]);
 	free(g_model);

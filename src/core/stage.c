@@ -1,7 +1,8 @@
 /*
  * The staging engine (stage.h has the picture and the mover contract):
- * requests, chunker, units, pinned slots, copy lanes and fences, and the
- * worker loop. How bytes reach the source is the mover's.
+ * request accounting, units, copies, and the worker loop; the queue and
+ * the chunker are stage_queue.c's, slots and lanes stage_mem.c's. How
+ * bytes reach the source is the mover's.
  */
 #include <limits.h>
 #include <linux/futex.h>
@@ -25,7 +26,7 @@ const struct ods_stage_params *ods_stage_params(const struct ods_stage *s)
 
 /* ---- request accounting ------------------------------------------------- */
 
-static void note_err(struct ods_stage_req *r, long e)
+void ods_stage_note_err(struct ods_stage_req *r, long e)
 {
 	long zero = 0;
 	atomic_compare_exchange_strong(&r->err, &zero, e);
@@ -76,7 +77,7 @@ static off_t refill(struct ods_stage_req *r, off_t from, off_t to)
 	return to;
 }
 
-static void req_put(struct ods_stage_req *r)
+void ods_stage_req_put(struct ods_stage_req *r)
 {
 	if (atomic_fetch_sub_explicit(&r->pending, 1, memory_order_acq_rel) != 1)
 		return;
@@ -96,160 +97,6 @@ static void req_put(struct ods_stage_req *r)
 	}
 	free(r);
 	ods_io_complete(io, res);
-}
-
-/* ---- the chunker ----------------------------------------------------------- */
-
-/* Next chunk boundary after pos. Reads: the covering aligned blocks of a
- * chunk fit one slot. Writes: partial blocks are chunks of their own (an
- * fd mover writes them buffered), everything else is whole blocks. */
-static off_t chunk_end_of(const struct ods_stage *s, const struct ods_stage_req *r, off_t pos)
-{
-	off_t end = r->end, c = (off_t)s->p.chunk, A = (off_t)ODS_ALIGN;
-	if (r->io->opcode == OPENDS_READ) {
-		off_t n = ods_align_down(pos) + c;
-		return n < end ? n : end;
-	}
-	if (pos & (A - 1)) {
-		off_t n = ods_align_up(pos);
-		return n < end ? n : end;
-	}
-	if (end - pos < A)
-		return end;
-	off_t n = pos + c, e = ods_align_down(end);
-	return n < e ? n : e;
-}
-
-/* How many chunks chunk_end_of cuts [r->io->off, r->end) into (writes: at
- * most one more when the range lies inside one block). A lone request is
- * spread over the workers by this count, so an aligned 16 MiB read is 16
- * chunks, two per worker of eight, not three for some and one for others. */
-static size_t chunk_count(const struct ods_stage *s, const struct ods_stage_req *r)
-{
-	off_t off = r->io->off, c = (off_t)s->p.chunk, A = (off_t)ODS_ALIGN;
-	if (r->delegate)
-		return 1;
-	if (r->io->opcode == OPENDS_READ)
-		return (size_t)((r->end - ods_align_down(off) + c - 1) / c);
-	off_t a0 = ods_align_up(off), a1 = ods_align_down(r->end);
-	size_t n = (size_t)((off & (A - 1)) != 0) + (size_t)((r->end & (A - 1)) != 0);
-	if (a1 > a0)
-		n += (size_t)((a1 - a0 + c - 1) / c);
-	return n ? n : 1;
-}
-
-/* caller holds s->lock: r (after prev, NULL for the head) leaves the queue */
-static void unqueue(struct ods_stage *s, struct ods_stage_req *r, struct ods_stage_req *prev)
-{
-	if (prev)
-		prev->next = r->next;
-	else
-		s->head = r->next;
-	if (s->tail == r)
-		s->tail = prev;
-	s->nreq--;
-	s->qbytes -= r->weight;
-	if (--s->nkey[r->key] == 0 && r->key != ODS_STAGE_HOST_KEY)
-		s->ndevkeys--;
-	atomic_fetch_sub(&s->queued, 1);
-	pthread_cond_broadcast(&s->room);
-}
-
-static bool declines(const struct ods_stage_worker *w, const struct ods_stage_req *r)
-{
-	return r == w->held_r && w->held_n >= r->share;
-}
-
-/* caller holds s->lock; the queue is not empty. The request w takes its
- * next chunk of (*prev: the one before it), or NULL: w declines.
- * Requests for one device (or host memory only): the oldest, as a FIFO.
- * Requests for two or more devices: oldest-first would give every worker
- * to the first device's request until it is all handed out, and the
- * devices' links would be fed one after the other (issue 19: two threads
- * reading 8 GiB each into their own GPU ran at the speed of one). So the
- * oldest request of each key among the first ODS_STAGE_WINDOW is a
- * candidate, and worker i prefers candidate i mod n: the workers are
- * shared out evenly, each keeps to one device (its lane, its NUMA node),
- * and a worker whose candidate it declines takes another's. With fewer
- * workers than candidates, each turns from one to the next. */
-static struct ods_stage_req *pick(struct ods_stage_worker *w, struct ods_stage_req **prev)
-{
-	struct ods_stage *s = w->s;
-	*prev = NULL;
-	if (s->ndevkeys <= 1)
-		return declines(w, s->head) ? NULL : s->head;
-	struct ods_stage_req *cand[ODS_STAGE_WINDOW], *before[ODS_STAGE_WINDOW], *p = NULL;
-	unsigned n = 0, i = 0;
-	for (struct ods_stage_req *r = s->head; r && i < ODS_STAGE_WINDOW; p = r, r = r->next, i++) {
-		unsigned j = 0;
-		while (j < n && cand[j]->key != r->key)
-			j++;
-		if (j == n) {
-			cand[n] = r;
-			before[n++] = p;
-		}
-	}
-	unsigned first = w->idx + (s->p.threads < n ? w->turn++ : 0);
-	for (unsigned j = 0; j < n; j++) {
-		unsigned k = (first + j) % n;
-		if (!declines(w, cand[k])) {
-			*prev = before[k];
-			return cand[k];
-		}
-	}
-	return NULL;
-}
-
-/* Take the next chunk of a queued request for w (pick() says which).
- * Returns the request with a chunk reference held, or NULL. *popped: the
- * request has no chunks left and the queue's reference must be dropped
- * after starting this one. A worker holds at most r->share chunks of a
- * request at once: the first worker to wake would otherwise take every
- * chunk its free units allow (16 chunks: all of a 16 MiB request), and the
- * request would be moved by one worker while the others, woken for it,
- * find the queue empty. Declining sets w->declined. */
-static struct ods_stage_req *take_chunk(struct ods_stage_worker *w, off_t *c0, off_t *c1, bool *popped)
-{
-	struct ods_stage *s = w->s;
-	if (!atomic_load_explicit(&s->queued, memory_order_acquire))
-		return NULL;
-	for (;;) {
-		pthread_mutex_lock(&s->lock);
-		if (!s->head) {
-			pthread_mutex_unlock(&s->lock);
-			return NULL;
-		}
-		struct ods_stage_req *prev, *r = pick(w, &prev);
-		if (!r) {
-			pthread_mutex_unlock(&s->lock);
-			w->declined = true;
-			return NULL;
-		}
-		if (!r->started) {
-			r->started = true;
-			if (atomic_load_explicit(&r->io->cancelled, memory_order_acquire)) {
-				unqueue(s, r, prev);
-				pthread_mutex_unlock(&s->lock);
-				note_err(r, -ECANCELED);
-				req_put(r);
-				continue;
-			}
-		}
-		if (r != w->held_r) {
-			w->held_r = r;
-			w->held_n = 0;
-		}
-		w->held_n++;
-		*c0 = r->pos;
-		*c1 = r->delegate ? r->end : chunk_end_of(s, r, r->pos);
-		r->pos = *c1;
-		atomic_fetch_add_explicit(&r->pending, 1, memory_order_relaxed);
-		*popped = r->pos == r->end;
-		if (*popped)
-			unqueue(s, r, prev);
-		pthread_mutex_unlock(&s->lock);
-		return r;
-	}
 }
 
 /* ---- the unit state machine ------------------------------------------------ */
@@ -279,9 +126,9 @@ void ods_stage_end(struct ods_stage_unit *u, long res)
 	if (r == u->w->held_r)
 		u->w->held_n--;
 	if (res < 0)
-		note_err(r, res);
+		ods_stage_note_err(r, res);
 	unit_free(u);
-	req_put(r);
+	ods_stage_req_put(r);
 }
 
 static void start_copy_stage(struct ods_stage_unit *u, void *dst, const void *src, size_t n, bool to_dev)
@@ -385,7 +232,7 @@ static void start_chunk(struct ods_stage_worker *w, struct ods_stage_req *r, off
 
 /* ---- completions from other threads --------------------------------------- */
 
-static void wake_worker(struct ods_stage_worker *w)
+void ods_stage_wake_worker(struct ods_stage_worker *w)
 {
 	const struct ods_mover *m = w->s->mv;
 	if (m->wake) {
@@ -405,7 +252,7 @@ void ods_stage_post(struct ods_stage_unit *u, long res)
 		atomic_store_explicit(&u->post_next, old, memory_order_relaxed);
 	while (!atomic_compare_exchange_weak_explicit(&w->posted, &old, u, memory_order_release,
 						      memory_order_relaxed));
-	wake_worker(w);
+	ods_stage_wake_worker(w);
 }
 
 static bool take_posted(struct ods_stage_worker *w)
@@ -484,13 +331,13 @@ static bool fill(struct ods_stage_worker *w)
 			w->declined = true;
 			break;
 		}
-		if (!(r = take_chunk(w, &c0, &c1, &popped)))
+		if (!(r = ods_stage_take_chunk(w, &c0, &c1, &popped)))
 			break;
 		near_device(w, r->io);
 		bool more = atomic_load_explicit(&s->queued, memory_order_relaxed) != 0;
 		start_chunk(w, r, c0, c1, more);
 		if (popped)
-			req_put(r);
+			ods_stage_req_put(r);
 		any = true;
 	}
 	return any;
@@ -603,75 +450,11 @@ static void *worker_main(void *arg)
 
 /* ---- submit, open, close ----------------------------------------------------- */
 
-static void wake_workers(struct ods_stage *s, unsigned n)
-{
-	unsigned start = atomic_fetch_add_explicit(&s->wake_rr, 1, memory_order_relaxed);
-	for (unsigned i = 0; i < s->p.threads && n; i++) {
-		struct ods_stage_worker *w = &s->w[(start + i) % s->p.threads];
-		if (atomic_load_explicit(&w->sleeping, memory_order_relaxed) && atomic_exchange(&w->sleeping, 0)) {
-			wake_worker(w);
-			n--;
-		}
-	}
-}
-
-void ods_stage_submit(struct ods_stage *s, struct ods_io *io, bool may_block)
-{
-	struct ods_stage_req *r = calloc(1, sizeof(*r));
-	if (!r) {
-		ods_io_complete(io, -ENOMEM);
-		return;
-	}
-	r->io = io;
-	r->s = s;
-	r->pos = io->off;
-	r->end = io->off + (off_t)io->size;
-	r->fsize = -1;
-	r->key = io->mem != ODS_MEM_DEVICE ? ODS_STAGE_HOST_KEY : io->dev < ODS_STAGE_HOST_KEY ? io->dev : ODS_STAGE_HOST_KEY - 1u;
-	if (s->mv->req_init(r)) {
-		free(r);
-		ods_io_complete(io, 0);
-		return;
-	}
-	atomic_init(&r->pending, 1);
-	atomic_init(&r->short_at, (long long)r->end);
-	atomic_init(&r->err, 0);
-	atomic_init(&r->written_to, (long long)io->off);
-	size_t chunks = chunk_count(s, r);
-
-	pthread_mutex_lock(&s->lock);
-	/* Back-pressure counts requests and bytes: many small requests (a
-	 * batch of 4096 small files) queue without blocking their submitter
-	 * while their bytes stay below what the workers keep in flight, and
-	 * large ones still wait at threads x depth requests. */
-	r->weight = (size_t)(r->end - io->off) < ODS_ALIGN ? ODS_ALIGN : (size_t)(r->end - io->off);
-	while (may_block && s->nreq >= s->cap && s->qbytes + r->weight > s->cap_bytes)
-		pthread_cond_wait(&s->room, &s->lock);
-	/* A worker's share of this request grows with the requests queued
-	 * before it: alone, it is spread over every worker; behind others
-	 * (several callers at once), each worker may keep whole requests,
-	 * which saves the hand-offs between workers. */
-	size_t share = (chunks * (s->nreq + 1) + s->p.threads - 1) / s->p.threads;
-	r->share = share > UINT_MAX ? UINT_MAX : (unsigned)share;
-	if (s->nkey[r->key]++ == 0 && r->key != ODS_STAGE_HOST_KEY)
-		s->ndevkeys++;
-	if (s->tail)
-		s->tail->next = r;
-	else
-		s->head = r;
-	s->tail = r;
-	s->nreq++;
-	s->qbytes += r->weight;
-	atomic_fetch_add(&s->queued, 1);
-	pthread_mutex_unlock(&s->lock);
-	wake_workers(s, chunks < s->p.threads ? (unsigned)chunks : s->p.threads);
-}
-
 static void stop_workers(struct ods_stage *s)
 {
 	atomic_store(&s->stop, true);
 	for (unsigned i = 0; i < s->started; i++)
-		wake_worker(&s->w[i]);
+		ods_stage_wake_worker(&s->w[i]);
 	for (unsigned i = 0; i < s->started; i++)
 		pthread_join(s->w[i].tid, NULL);
 	for (unsigned i = 0; i < s->p.threads; i++) {

@@ -202,6 +202,13 @@ void ods_stage_close(struct ods_stage *s);
 /* Queue io (size > 0); io->done is called on a worker. With may_block,
  * waits for room in the FIFO. */
 void ods_stage_submit(struct ods_stage *s, struct ods_io *io, bool may_block);
+/* Queue ios[0..n) (each size > 0) as ods_stage_submit would, but under one
+ * hold of the queue lock and with one wake round at the end, so the
+ * workers see them together (a batch). req_init runs for each first (those
+ * that need no transfer complete at once). With may_block, waits for room
+ * as ods_stage_submit does: the workers are woken for those queued before
+ * the wait, and the rest follow after. */
+void ods_stage_submit_many(struct ods_stage *s, struct ods_io *const *ios, unsigned n, bool may_block);
 const struct ods_stage_params *ods_stage_params(const struct ods_stage *s);
 
 #endif

@@ -57,6 +57,19 @@ struct ods_stage {
 	pthread_cond_t ready_cv;
 };
 
+/* stage.c */
+void ods_stage_note_err(struct ods_stage_req *r, long e);
+/* drop a chunk's (or the queue's) reference; the last completes the request */
+void ods_stage_req_put(struct ods_stage_req *r);
+void ods_stage_wake_worker(struct ods_stage_worker *w);
+
+/* stage_queue.c */
+/* The next chunk [*c0, *c1) for w, with a reference on its request held;
+ * NULL: none (w->declined set when w left a request to other workers).
+ * *popped: the request has no chunks left and the queue's reference must
+ * be dropped after starting this one. */
+struct ods_stage_req *ods_stage_take_chunk(struct ods_stage_worker *w, off_t *c0, off_t *c1, bool *popped);
+
 /* stage_mem.c */
 bool ods_stage_async_copies(const struct ods_accel *a);
 /* Fit threads x depth x chunk of staging into what is left of the budget
