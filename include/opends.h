@@ -425,6 +425,12 @@ OPENDS_API ssize_t opends_sync_read(opends_handle_t fh, void *buf, size_t size, 
  * the library cannot reopen the file (its permissions changed, privileges
  * were dropped): partial blocks are then written with O_DIRECT taken off
  * the caller's open file for the duration of the call.
+ * A write of more than 1 MiB that ends past the end of the file (uring)
+ * first allocates its range (fallocate, where the file system has it),
+ * which sets the file's size: its O_DIRECT pieces then run at once
+ * instead of one after another (ext4 and XFS serialise writes that extend
+ * a file). A reader meanwhile sees zeros where the data is not yet
+ * written, and a write that fails leaves that size.
  * Errors: as opends_sync_read; -EBADF for a read-only fd, -ENOSPC, ...
  */
 OPENDS_API ssize_t opends_sync_write(opends_handle_t fh, const void *buf, size_t size, off_t file_offset,

@@ -290,7 +290,9 @@ unsigned long ods_ra_served(struct ods_handle *h);
 /* a handle goes: wait for its read-ahead, free it */
 void ods_ra_handle_close(struct ods_handle *h);
 /* a write is handed to the backend: what was read ahead of its file is
- * not used from now until after it completes (wraps io->done) */
+ * not used from now until after it completes (wraps io->done); a write of
+ * several chunks past the end of the file gets its range allocated first,
+ * so that its O_DIRECT chunks run at once (stage_ra.c allocate_first) */
 void ods_ra_write_begin(struct ods_io *io);
 
 extern const struct ods_backend ods_backend_ref;

@@ -41,6 +41,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -114,10 +115,41 @@ static void write_done(struct ods_io *io)
 	io->done(io);
 }
 
+/* A write that ends past the end of the file and has more than one chunk
+ * gets its range allocated first. ext4 runs an O_DIRECT write that extends
+ * the file alone: with the inode lock held exclusively, and it waits for
+ * the write to complete before the next may start (XFS also takes its lock
+ * exclusively); so the chunks of a write at the end of a file (every write
+ * of a file written front to back) reached the disk one at a time, at the
+ * disk's one-request speed. Blocks allocated inside the file's size
+ * (fallocate mode 0: unwritten extents, read as zeros) are overwritten
+ * concurrently. Development VM, ext4, 512 MiB in 1 MiB O_DIRECT pwrites:
+ * 2 / 4 / 8 / 16 threads 1.10 / 0.68 / 1.17 / 1.09-1.25 GB/s at the end of
+ * the file, 1.52 / 1.54 / 1.80 / 1.86-1.96 allocated first (one thread:
+ * 1.11 against 0.61, the extents' conversion on each completion; hence
+ * only for writes of several chunks). Best effort: where fallocate is not
+ * supported the write runs as before. The size is set before the data is
+ * written: a reader meanwhile sees zeros there, and a failed write leaves
+ * the size (as a failed chunk behind a written one already did). */
+#define ALLOCATE_MIN ((size_t)1 << 20)
+
+static void allocate_first(const struct ods_io *io)
+{
+	struct stat st;
+	if (io->size <= ALLOCATE_MIN || io->fh->blockdev || fstat(io->fh->fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+	    io->off + (off_t)io->size <= st.st_size)
+		return;
+	if (fallocate(io->fh->fd, 0, io->off, (off_t)io->size) != 0) {
+		/* EOPNOTSUPP, EBADF (a read-only fd: the write says so), ENOSPC
+		 * (the write says so): written as before */
+	}
+}
+
 void ods_ra_write_begin(struct ods_io *io)
 {
 	if (io->fh->src)
 		return;
+	allocate_first(io);
 	unsigned b = bucket(io->fh);
 	atomic_fetch_add(&wb[b].running, 1);
 	atomic_fetch_add(&wb[b].gen, 1);
