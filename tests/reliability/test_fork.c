@@ -69,10 +69,7 @@ static void families(opends_handle_t h, uint8_t *mem, uint64_t *seed, const char
 	/* batch */
 	opends_batch_t b;
 	R_TRY(opends_batch_setup(&b, 2));
-	opends_io_params_t p = { .mode = OPENDS_BATCH, .fh = h, .opcode = OPENDS_READ };
-	p.u.batch.buf_base = mem;
-	p.u.batch.size = n;
-	p.u.batch.file_offset = (off_t)off;
+	opends_io_params_t p = r_batch_entry(h, OPENDS_READ, mem, n, (off_t)off, 0, NULL);
 	memset(mem, 0, n);
 	R_TRY(opends_batch_submit(b, 1, &p, 0));
 	opends_io_events_t ev;

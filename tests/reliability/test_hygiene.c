@@ -91,15 +91,8 @@ static void cycle(unsigned i, uint8_t *mem)
 	opends_batch_t b;
 	R_TRY(opends_batch_setup(&b, 4));
 	opends_io_params_t p[2];
-	memset(p, 0, sizeof(p));
-	for (int k = 0; k < 2; k++) {
-		p[k].mode = OPENDS_BATCH;
-		p[k].fh = h;
-		p[k].opcode = OPENDS_READ;
-		p[k].u.batch.buf_base = mem + 32768 + k * 8192;
-		p[k].u.batch.size = 4096;
-		p[k].u.batch.file_offset = 4096 * k;
-	}
+	for (int k = 0; k < 2; k++)
+		p[k] = r_batch_entry(h, OPENDS_READ, mem + 32768 + k * 8192, 4096, 4096 * k, 0, NULL);
 	R_TRY(opends_batch_submit(b, 2, p, 0));
 	opends_io_events_t ev[2];
 	unsigned nr = 2;

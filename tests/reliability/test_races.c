@@ -89,16 +89,9 @@ static void *submitter(void *arg)
 	unsigned id = (unsigned)(uintptr_t)arg;
 	opends_io_params_t *p = calloc(SUB_NR, sizeof(*p));
 	uint8_t *mem = sub_mem + (size_t)id * SUB_NR * SUB_IO;
-	for (unsigned i = 0; i < SUB_NR; i++) {
-		p[i].mode = OPENDS_BATCH;
-		p[i].fh = fh;
-		p[i].opcode = OPENDS_READ;
-		p[i].u.batch.buf_base = mem;
-		p[i].u.batch.buf_offset = (off_t)i * SUB_IO;
-		p[i].u.batch.file_offset = (off_t)((id * SUB_NR + i) * 977u % (FILE_SIZE - SUB_IO));
-		p[i].u.batch.size = SUB_IO;
-		p[i].cookie = (void *)(uintptr_t)(id * SUB_NR + i + 1);
-	}
+	for (unsigned i = 0; i < SUB_NR; i++)
+		p[i] = r_batch_entry(fh, OPENDS_READ, mem, SUB_IO, (off_t)((id * SUB_NR + i) * 977u % (FILE_SIZE - SUB_IO)),
+				     (off_t)i * SUB_IO, (void *)(uintptr_t)(id * SUB_NR + i + 1));
 	pthread_barrier_wait(&sub_bar);
 	opends_error_t e = opends_batch_submit(sub_batch, SUB_NR, p, 0);
 	if (e.err == OPENDS_SUCCESS)
@@ -217,12 +210,10 @@ static void *collector(void *arg)
 			o->off = r_rand(&seed) % (FILE_SIZE - sizeof(o->buf));
 			memset(o->buf, 0, sizeof(o->buf));
 			atomic_store(&o->done, 1);
-			p[i] = (opends_io_params_t){ .mode = OPENDS_BATCH, .fh = fh, .opcode = OPENDS_READ, .cookie = o };
-			p[i].u.batch.buf_base = o->buf;
 			/* one in eight moves nothing: completed by the submitting
 			 * thread itself, while others collect */
-			p[i].u.batch.size = r_rand(&seed) % 8 == 0 ? 0 : 1 + r_rand(&seed) % sizeof(o->buf);
-			p[i].u.batch.file_offset = (off_t)o->off;
+			size_t size = r_rand(&seed) % 8 == 0 ? 0 : 1 + r_rand(&seed) % sizeof(o->buf);
+			p[i] = r_batch_entry(fh, OPENDS_READ, o->buf, size, (off_t)o->off, 0, o);
 		}
 		if (n) {
 			opends_error_t e = opends_batch_submit(col_batch, n, p, 0);
@@ -308,14 +299,9 @@ static void case_batch_timeout(void)
 		struct timespec to = tos[round % 4];
 		r_phase = "batch_timeout";
 		opends_io_params_t p[4];
-		for (unsigned i = 0; i < 4; i++) {
-			p[i] = (opends_io_params_t){ .mode = OPENDS_BATCH, .fh = fh, .opcode = OPENDS_READ };
-			p[i].u.batch.buf_base = mem;
-			p[i].u.batch.buf_offset = (off_t)(i * (big / 4));
-			p[i].u.batch.file_offset = (off_t)(i * (big / 4));
-			p[i].u.batch.size = big / 4;
-			p[i].cookie = (void *)(uintptr_t)(i + 1);
-		}
+		for (unsigned i = 0; i < 4; i++)
+			p[i] = r_batch_entry(fh, OPENDS_READ, mem, big / 4, (off_t)(i * (big / 4)), (off_t)(i * (big / 4)),
+					     (void *)(uintptr_t)(i + 1));
 		memset(mem, 0, big);
 		R_TRY(opends_batch_submit(b, 4, p, 0));
 		unsigned got = 0;
