@@ -1,21 +1,14 @@
 /*
- * Stream-ordered I/O on the accelerator's own streams, when the layer has
- * stream hooks (cuda, and hostdev's simulated streams): each operation is
- * a run of commands queued on the caller's stream, so that nothing the
- * stream waits for depends on device work queued anywhere else
- * (docs/stream-ordering.md). A device buffer moves through pinned staging
- * in pieces: file reads fill staging slots; for each piece a gate holds
- * the stream until it is read, a copy on the stream moves it into the
- * buffer, and a counter the stream writes tells the dispatcher
- * (stream_dispatch.c) that the slot is free for a later piece.
- *  - Arguments read when the stream gets there (the default): the stream
- *    first writes "reached" into the operation's counter; the dispatcher
- *    sees it, reads the arguments and starts the first pieces.
- *  - Arguments fixed at the call (the stream is registered with every
- *    OPENDS_STREAM_FIXED_* flag): reads start at the call, and only the
- *    copies wait for the stream.
- * No host function runs per staged operation. A host buffer needs no
- * copies: one host function begins it and one gate holds the stream.
+ * Stream-ordered I/O on the accelerator's own streams (cuda, hostdev's
+ * simulated ones): each operation is a run of commands on the caller's
+ * stream, so that nothing the stream waits for depends on device work
+ * queued anywhere else (docs/stream-ordering.md). Device buffers move
+ * through pinned staging in pieces: gates hold the stream until a piece is
+ * read, copies on the stream move it, and a counter the stream writes
+ * tells the dispatcher (stream_dispatch.c) how far it got. Values are read
+ * when the stream gets there ("reached"), or at the call on streams
+ * registered with every OPENDS_STREAM_FIXED_* flag, whose reads start then.
+ * No host function per staged operation; a host buffer takes one.
  */
 #include <limits.h>
 #include <sched.h>
@@ -56,14 +49,12 @@ struct piece {
 	bool lost;           /* its wait was refused: the layer keeps the gate */
 };
 
-/* An operation on an accelerator stream. The plan (pieces, copies) is
- * made at the call from the values behind the pointers then. Unless they
- * are fixed, they are read again when the stream reaches it; if they
- * differ (or the file got shorter than planned, or they are now invalid),
- * the operation runs the general way instead: the backend moves the bytes
- * itself, and each piece then snapshots the device range into its slot,
- * so the planned copies write back what is already there ("mirror"). Host
- * buffers have no plan: always the general way, one piece of no bytes. */
+/* An operation on an accelerator stream, planned at the call from the
+ * values then. Values read when reached that differ from the plan (or a
+ * file now shorter, or invalid values) run the general way: the backend
+ * moves the bytes, and each piece snapshots the device range into its
+ * slot, so the planned copies change nothing ("mirror"). Host buffers have
+ * no plan: the general way, one piece of no bytes. */
 struct aop {
 	/* what the dispatcher reads for every operation on each round, together */
 	struct aop *wnext;    /* the dispatcher's watch list; the quarantine */
@@ -76,6 +67,8 @@ struct aop {
 	bool begun;           /* arguments read, first pieces started */
 	unsigned n, k;        /* pieces; slots */
 	atomic_uint finished;
+	atomic_bool parked;   /* off the watch list until a piece ends (op_wake) */
+	struct aop *rnext;    /* the woken stack */
 	atomic_bool cut;      /* queueing failed after the dispatcher got it
 				 (op_cut_posted): the caller: stop starting
 				 pieces */
@@ -109,6 +102,12 @@ struct aop {
 };
 
 static struct aop *watch;      /* staged operations the dispatcher watches (its own) */
+/* Operations that cannot move before a piece ends (all started pieces
+ * reading, no copy pending) are parked off the watch list, so a round does
+ * not read thousands of counters; the piece that ends pushes its operation
+ * on the woken stack (op_wake) and the dispatcher takes it back. */
+static struct aop *_Atomic woken;
+static unsigned nparked;       /* the dispatcher's: parked, not yet back */
 static struct aop *quarantine; /* cut operations (quarantine_lock): kept, never reused */
 static pthread_mutex_t quarantine_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -143,6 +142,20 @@ static void op_put(struct aop *op)
 	ods_ainflight_add(-1);
 }
 
+/* A piece of op ended, or op was cut: hand op back if it is parked. The
+ * dispatcher sets parked, then reads finished and cut; a piece adds to
+ * finished, then swaps parked: one sees the other (seq_cst atomics). */
+static void op_wake(struct aop *op)
+{
+	if (!atomic_exchange(&op->parked, false))
+		return;
+	struct aop *h = atomic_load(&woken);
+	do
+		op->rnext = h;
+	while (!atomic_compare_exchange_weak(&woken, &h, op));
+	ods_dispatch_kick();
+}
+
 /* A piece is over. Each opens its gate, except the last piece's, which
  * opens when every piece is over and the result is published. Once the
  * last gate is open the stream may copy the last piece and write the
@@ -156,7 +169,10 @@ static void piece_finish(struct aop *op, struct piece *pc)
 		pc->opened = true;
 		acc->gate_open(pc->gate);
 	}
-	if (atomic_fetch_add(&op->finished, 1) + 1 == n) {
+	bool last = atomic_fetch_add(&op->finished, 1) + 1 == n;
+	if (op->stage)
+		op_wake(op); /* a copy can run now; op is the piece's until op_put */
+	if (last) {
 		ssize_t r;
 		if (op->mirror) {
 			r = op->result;
@@ -355,13 +371,11 @@ static void op_watch(struct ods_task *t)
 	watch = op;
 }
 
-/* A cut operation on the dispatcher (op_cut_posted): once the caller
- * says nothing is in flight, open the gates still shut, in order, each
- * when the stream is past every copy before it, so that its slot is no
- * longer read by a copy: the slot's part inside the file is zeroed first,
- * and the queued copy moves zeros, not the data of the piece that used
- * the slot before (the part past EOF holds the device's own bytes). True
- * when every queued wait is open. */
+/* A cut operation on the dispatcher (op_cut_posted): once the caller says
+ * nothing is in flight, open the gates still shut in order, each once the
+ * stream is past the copies before it, its slot's part inside the file
+ * zeroed first: the queued copy moves zeros, not an earlier piece's data.
+ * True when every queued wait is open. */
 static bool cut_step(struct aop *op)
 {
 	const struct ods_accel_streams *acc = ods_drv.accel->streams;
@@ -384,10 +398,9 @@ static bool cut_step(struct aop *op)
 	return true;
 }
 
-/* The end of a cut operation (op_cut, cut_step): the gates of the pieces
- * whose waits never reached the stream go back (no piece is in flight to
- * open them), and op stays in the quarantine for good, since queued
- * commands may still use its staging and counter. */
+/* The end of a cut operation (op_cut, cut_step): gates whose waits never
+ * reached the stream go back; op stays in the quarantine for good, since
+ * queued commands may still use its staging and counter. */
 static void cut_end(struct aop *op)
 {
 	const struct ods_accel_streams *acc = ods_drv.accel->streams;
@@ -409,8 +422,14 @@ static void cut_end(struct aop *op)
 static int poll_watch(void)
 {
 	const struct ods_accel_streams *acc = ods_drv.accel->streams;
+	for (struct aop *r = atomic_exchange(&woken, NULL), *next; r; r = next) {
+		next = r->rnext;
+		r->wnext = watch;
+		watch = r;
+		nparked--;
+	}
 	if (!watch)
-		return -1;
+		return nparked ? -2 : -1; /* parked ones move after a kick */
 	int moved = 0;
 	bool quiet = true; /* no counter can move before a piece ends (a kick) */
 	for (struct aop **pp = &watch; *pp;) {
@@ -428,9 +447,22 @@ static int poll_watch(void)
 		uint32_t m = acc->counter_read(op->progress);
 		if (m == op->seen && op->begun) {
 			/* copies of ended pieces are on their way */
-			if (atomic_load(&op->finished) > m - op->base)
+			if (atomic_load(&op->finished) > m - op->base) {
 				quiet = false;
-			pp = &op->wnext;
+				pp = &op->wnext;
+				continue;
+			}
+			/* nothing moves before a piece ends: park op */
+			atomic_store(&op->parked, true);
+			if ((atomic_load(&op->finished) > m - op->base || atomic_load(&op->cut)) &&
+			    atomic_exchange(&op->parked, false)) {
+				quiet = false; /* one ended meanwhile: keep it */
+				pp = &op->wnext;
+				continue;
+			}
+			/* parked, or already on the woken stack */
+			*pp = op->wnext;
+			nparked++;
 			continue;
 		}
 		op->seen = m;
@@ -487,16 +519,13 @@ static int prep_piece(struct aop *op, void *stream, unsigned i, bool *queued)
 	return rc;
 }
 
-/* Queueing an operation, in two parts. 0, or the first failure; *queued
- * says whether anything reached the stream before it, op->nq how many
- * waits. The stream says how far it got through the counter: "reached"
- * (unless the arguments were read at the call), then after each piece's
- * copy; no host function, each of which would hold the stream for a
- * round trip to the host. Piece i + k reuses piece i's slot: what it needs
- * first is queued after piece i's copy (read) or wait (write), before the
- * counter says i + 1. Without a plan: one host function, one gate.
- * queue_head: what comes before the first wait: the first k pieces' gates
- * (and copies into their slots), then "reached" or the host function. */
+/* Queueing an operation, in two parts: 0 or the first failure; *queued
+ * says whether anything reached the stream first, op->nq how many waits.
+ * The stream tells how far it got through the counter ("reached" unless
+ * values were read at the call, then after each piece's copy), not host
+ * functions. Piece i + k reuses piece i's slot: what it needs is queued
+ * after piece i's copy (read) or wait (write). queue_head: the first k
+ * pieces' gates (and copies), then "reached" or the one host function. */
 static int queue_head(struct aop *op, void *stream, bool *queued)
 {
 	const struct ods_accel_streams *acc = ods_drv.accel->streams;
@@ -534,16 +563,12 @@ static void op_launch(struct aop *op)
 }
 
 /* How far the caller queues ahead of the stream: piece i is queued once
- * the stream has copied piece i - QWIN. CUDA blocks a call that queues on
- * a full stream queue, and blocks spinning: an 8 GiB read queues ~2 000
- * commands, so the caller spun for most of a cold read (0.42 CPU-s/GiB
- * against 0.15 for a 1 GiB read, ~260 commands, which fit). Here it sleeps
- * instead. QWIN pieces (~4 commands each, ~520) are meant to stay under
- * that queue, so that an operation up to 2 GiB (in 16 MiB pieces) returns
- * at once as before and the caller goes on to queue other work. Not a new wait: if
- * neither the stream nor the pieces move for QWIN_IDLE_MS (a stream held
- * by other work, a slow disk, a failed accelerator), it queues on as
- * before, and the accelerator blocks it or returns the error. */
+ * the stream copied piece i - QWIN, the caller sleeping meanwhile. CUDA
+ * blocks a call on a full stream queue by spinning (an 8 GiB read, ~2 000
+ * commands: 0.42 CPU-s/GiB cold). QWIN pieces (~520 commands) are meant to
+ * fit, so operations up to 2 GiB return at once as before. No new wait:
+ * if nothing moves for QWIN_IDLE_MS (a held stream, a slow disk, a failed
+ * accelerator), it queues on and the accelerator blocks or fails it. */
 #define QWIN 128u
 #define QWIN_IDLE_MS 200
 static void queue_window(struct aop *op, unsigned i)
@@ -600,15 +625,12 @@ static int queue_body(struct aop *op, void *stream, bool *queued, bool *posted)
 }
 
 /* Part of the operation reached the stream and the rest could not (the
- * accelerator failed under us). No piece of it is in flight (none started,
- * or op_cut_posted waited for them). Every piece whose wait is queued and
- * whose gate is still shut completes now with the error: the result is
- * published, and the gates open, so the stream never waits on them. What
- * is queued (copies, counter writes, a host function) may run any time
- * later and still uses op, its staging and its counter: they are kept in
- * the quarantine, never reused nor freed. The staged copies then move
- * zeros, not staging left by an earlier operation, unless the plan reads
- * past EOF (its queued device-to-slot copies may be filling the slots). */
+ * accelerator failed under us); no piece is in flight. Every piece whose
+ * wait is queued and gate shut completes now with the error (result
+ * published, gates open): the stream never waits on them. What is queued
+ * may run later and still uses op, its staging and counter: kept in the
+ * quarantine, never reused. The staged copies then move zeros, unless the
+ * plan reads past EOF (queued device-to-slot copies may fill the slots). */
 static void op_cut(struct aop *op, int rc)
 {
 	const struct ods_accel_streams *acc = ods_drv.accel->streams;
@@ -622,14 +644,14 @@ static void op_cut(struct aop *op, int rc)
 	cut_end(op);
 }
 
-/* As op_cut, for a staged operation the dispatcher already has (queue_body
- * failed): the dispatcher starts no more pieces; the pieces in flight end
- * (reads end on their own: this waits for no stream); the result is the
- * error; then the dispatcher opens the gates still shut as the stream gets
- * to them (cut_step). The caller's reference is never dropped. */
+/* As op_cut, for a staged operation the dispatcher has (queue_body
+ * failed): no more pieces start; those in flight end (reads end on their
+ * own); the result is the error; the dispatcher then opens the gates still
+ * shut as the stream gets to them (cut_step). The caller keeps its ref. */
 static void op_cut_posted(struct aop *op, int rc)
 {
 	atomic_store(&op->cut, true);
+	op_wake(op); /* the dispatcher must see it */
 	ods_dispatch_kick();
 	/* left once the dispatcher has seen it: the caller's reference, the
 	 * stream's end */
@@ -763,6 +785,8 @@ static void accel_forget(void)
 	ods_astreams_forget();
 	quarantine_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
 	watch = NULL;
+	atomic_store(&woken, NULL);
+	nparked = 0;
 	quarantine = NULL;
 	atomic_store(&awrites, 0);
 	ods_dispatch_forget();

@@ -35,6 +35,7 @@ static struct {
 	int (*poll)(void);
 } disp = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, NULL, false, false, false, 0, NULL };
 static atomic_bool napping; /* the dispatcher is in a timed wait */
+static atomic_bool kick_req; /* a kick since the last poll began */
 
 void ods_dispatch_post(void *task)
 {
@@ -52,7 +53,10 @@ void ods_dispatch_post(void *task)
 
 void ods_dispatch_kick(void)
 {
-	if (!atomic_load_explicit(&napping, memory_order_acquire))
+	/* seen by the dispatcher before it naps, or it is napping already
+	 * and is woken here (both sequentially consistent) */
+	atomic_store(&kick_req, true);
+	if (!atomic_load(&napping))
 		return; /* polling anyway, or nothing to poll */
 	pthread_mutex_lock(&disp.lock);
 	disp.kicked = true;
@@ -89,6 +93,7 @@ static void *dispatcher(void *arg)
 			continue;
 		}
 		pthread_mutex_unlock(&disp.lock);
+		atomic_store(&kick_req, false);
 		int moved = disp.poll();
 		pthread_mutex_lock(&disp.lock);
 		watching = moved != -1;
@@ -110,8 +115,9 @@ static void *dispatcher(void *arg)
 				ts.tv_sec++;
 				ts.tv_nsec -= 1000000000;
 			}
-			atomic_store_explicit(&napping, true, memory_order_release);
-			pthread_cond_timedwait(&disp.cond, &disp.lock, &ts);
+			atomic_store(&napping, true);
+			if (!atomic_load(&kick_req)) /* none came during the poll */
+				pthread_cond_timedwait(&disp.cond, &disp.lock, &ts);
 			atomic_store_explicit(&napping, false, memory_order_relaxed);
 			if (disp.kicked)
 				delay_ns = 0, disp.kicked = false;
@@ -211,6 +217,7 @@ void ods_dispatch_forget(void)
 	disp.started = disp.stop = disp.kicked = false;
 	disp.poll = NULL;
 	atomic_store(&napping, false);
+	atomic_store(&kick_req, false);
 	stage_pool.lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
 	memset(stage_pool.free, 0, sizeof(stage_pool.free));
 }
