@@ -541,4 +541,21 @@ static inline size_t t_expect_read(size_t fsize, uint64_t off, size_t size)
 	return t_min(size, fsize - (size_t)off);
 }
 
+/* One entry of a batch: what every batch in the tests is made of. */
+static inline opends_io_params_t t_batch_entry(opends_handle_t fh, int opcode, void *buf, size_t size, off_t file_offset,
+					       off_t buf_offset, void *cookie)
+{
+	opends_io_params_t p;
+	memset(&p, 0, sizeof(p));
+	p.mode = OPENDS_BATCH;
+	p.fh = fh;
+	p.opcode = (opends_opcode_t)opcode;
+	p.u.batch.buf_base = buf;
+	p.u.batch.size = size;
+	p.u.batch.file_offset = file_offset;
+	p.u.batch.buf_offset = buf_offset;
+	p.cookie = cookie;
+	return p;
+}
+
 #endif

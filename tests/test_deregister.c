@@ -44,15 +44,8 @@ static void round_batch(const char *path, const uint8_t *oracle, uint8_t *mem)
 	opends_io_params_t p[N];
 	memset(p, 0, sizeof(p));
 	memset(mem, T_CANARY, FSIZE);
-	for (int i = 0; i < N; i++) {
-		p[i].mode = OPENDS_BATCH;
-		p[i].fh = fh;
-		p[i].opcode = OPENDS_READ;
-		p[i].u.batch.buf_base = mem;
-		p[i].u.batch.size = SZ;
-		p[i].u.batch.file_offset = (off_t)((size_t)i * SZ);
-		p[i].u.batch.buf_offset = (off_t)((size_t)i * SZ);
-	}
+	for (int i = 0; i < N; i++)
+		p[i] = t_batch_entry(fh, OPENDS_READ, mem, SZ, (off_t)((size_t)i * SZ), (off_t)((size_t)i * SZ), NULL);
 	OK(opends_batch_submit(b, N, p, 0));
 	OK(opends_handle_deregister(fh));
 	close(fd);

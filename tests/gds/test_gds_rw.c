@@ -222,16 +222,9 @@ static void others(opends_handle_t fh)
 	OK(opends_batch_setup(&b, 8));
 	opends_io_params_t p[6];
 	memset(p, 0, sizeof p);
-	for (int i = 0; i < 6; i++) {
-		p[i].mode = OPENDS_BATCH;
-		p[i].u.batch.buf_base = dev;
-		p[i].u.batch.buf_offset = (off_t)(i * 50000);
-		p[i].u.batch.file_offset = (off_t)(i * 33333 + 1);
-		p[i].u.batch.size = 40000 + (size_t)i;
-		p[i].fh = fh;
-		p[i].opcode = OPENDS_READ;
-		p[i].cookie = (void *)(uintptr_t)(i + 1);
-	}
+	for (int i = 0; i < 6; i++)
+		p[i] = t_batch_entry(fh, OPENDS_READ, dev, 40000 + (size_t)i, (off_t)(i * 33333 + 1), (off_t)(i * 50000),
+				     (void *)(uintptr_t)(i + 1));
 	OK(opends_batch_submit(b, 6, p, 0));
 	opends_io_events_t ev[6];
 	unsigned got = 0;

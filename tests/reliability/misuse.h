@@ -71,7 +71,7 @@ static inline opends_handle_t bogus_handle(void)
 /* A batch entry whose cookie is its buffer. */
 static inline opends_io_params_t entry(opends_handle_t fh, int opcode, void *buf, size_t size, off_t fo, off_t bo)
 {
-	return r_batch_entry(fh, opcode, buf, size, fo, bo, buf);
+	return t_batch_entry(fh, opcode, buf, size, fo, bo, buf);
 }
 
 /* Submit one entry to the row's own batch; the submit's code, or the event's

@@ -15,6 +15,8 @@
 
 #include <opends.h>
 
+#include "../common.h" /* t_batch_entry */
+
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -204,23 +206,6 @@ static inline const char *r_backend_env(void)
 
 /* ---- running a set of operations through one API family ---------------- */
 
-/* One entry of a batch: what every batch in these tests is made of. */
-static inline opends_io_params_t r_batch_entry(opends_handle_t fh, int opcode, void *buf, size_t size, off_t file_offset,
-					       off_t buf_offset, void *cookie)
-{
-	opends_io_params_t p;
-	memset(&p, 0, sizeof(p));
-	p.mode = OPENDS_BATCH;
-	p.fh = fh;
-	p.opcode = (opends_opcode_t)opcode;
-	p.u.batch.buf_base = buf;
-	p.u.batch.size = size;
-	p.u.batch.file_offset = file_offset;
-	p.u.batch.buf_offset = buf_offset;
-	p.cookie = cookie;
-	return p;
-}
-
 enum r_family { R_SYNC, R_ASYNC, R_BATCH, R_STREAM, R_NFAMILIES };
 static const char *const r_family_name[] = { "sync", "async", "batch", "stream" };
 
@@ -268,7 +253,7 @@ static inline void r_run_ops(enum r_family f, struct r_op *ops, unsigned n)
 		opends_io_events_t *ev = calloc(n, sizeof(*ev));
 		R_TRY(opends_batch_setup(&b, n));
 		for (unsigned i = 0; i < n; i++) {
-			p[i] = r_batch_entry(ops[i].fh, ops[i].opcode, ops[i].buf, ops[i].size, ops[i].off, 0, &ops[i]);
+			p[i] = t_batch_entry(ops[i].fh, ops[i].opcode, ops[i].buf, ops[i].size, ops[i].off, 0, &ops[i]);
 			ops[i].result = 1234567;
 		}
 		R_TRY(opends_batch_submit(b, n, p, 0));

@@ -69,7 +69,7 @@ static void families(opends_handle_t h, uint8_t *mem, uint64_t *seed, const char
 	/* batch */
 	opends_batch_t b;
 	R_TRY(opends_batch_setup(&b, 2));
-	opends_io_params_t p = r_batch_entry(h, OPENDS_READ, mem, n, (off_t)off, 0, NULL);
+	opends_io_params_t p = t_batch_entry(h, OPENDS_READ, mem, n, (off_t)off, 0, NULL);
 	memset(mem, 0, n);
 	R_TRY(opends_batch_submit(b, 1, &p, 0));
 	opends_io_events_t ev;

@@ -92,7 +92,7 @@ static void cycle(unsigned i, uint8_t *mem)
 	R_TRY(opends_batch_setup(&b, 4));
 	opends_io_params_t p[2];
 	for (int k = 0; k < 2; k++)
-		p[k] = r_batch_entry(h, OPENDS_READ, mem + 32768 + k * 8192, 4096, 4096 * k, 0, NULL);
+		p[k] = t_batch_entry(h, OPENDS_READ, mem + 32768 + k * 8192, 4096, 4096 * k, 0, NULL);
 	R_TRY(opends_batch_submit(b, 2, p, 0));
 	opends_io_events_t ev[2];
 	unsigned nr = 2;

@@ -90,7 +90,7 @@ static void *submitter(void *arg)
 	opends_io_params_t *p = calloc(SUB_NR, sizeof(*p));
 	uint8_t *mem = sub_mem + (size_t)id * SUB_NR * SUB_IO;
 	for (unsigned i = 0; i < SUB_NR; i++)
-		p[i] = r_batch_entry(fh, OPENDS_READ, mem, SUB_IO, (off_t)((id * SUB_NR + i) * 977u % (FILE_SIZE - SUB_IO)),
+		p[i] = t_batch_entry(fh, OPENDS_READ, mem, SUB_IO, (off_t)((id * SUB_NR + i) * 977u % (FILE_SIZE - SUB_IO)),
 				     (off_t)i * SUB_IO, (void *)(uintptr_t)(id * SUB_NR + i + 1));
 	pthread_barrier_wait(&sub_bar);
 	opends_error_t e = opends_batch_submit(sub_batch, SUB_NR, p, 0);
@@ -213,7 +213,7 @@ static void *collector(void *arg)
 			/* one in eight moves nothing: completed by the submitting
 			 * thread itself, while others collect */
 			size_t size = r_rand(&seed) % 8 == 0 ? 0 : 1 + r_rand(&seed) % sizeof(o->buf);
-			p[i] = r_batch_entry(fh, OPENDS_READ, o->buf, size, (off_t)o->off, 0, o);
+			p[i] = t_batch_entry(fh, OPENDS_READ, o->buf, size, (off_t)o->off, 0, o);
 		}
 		if (n) {
 			opends_error_t e = opends_batch_submit(col_batch, n, p, 0);
@@ -300,7 +300,7 @@ static void case_batch_timeout(void)
 		r_phase = "batch_timeout";
 		opends_io_params_t p[4];
 		for (unsigned i = 0; i < 4; i++)
-			p[i] = r_batch_entry(fh, OPENDS_READ, mem, big / 4, (off_t)(i * (big / 4)), (off_t)(i * (big / 4)),
+			p[i] = t_batch_entry(fh, OPENDS_READ, mem, big / 4, (off_t)(i * (big / 4)), (off_t)(i * (big / 4)),
 					     (void *)(uintptr_t)(i + 1));
 		memset(mem, 0, big);
 		R_TRY(opends_batch_submit(b, 4, p, 0));
