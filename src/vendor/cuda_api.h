@@ -40,7 +40,7 @@
 	X(cuMemcpyDtoH) X(cuMemHostRegister) X(cuMemHostUnregister) X(cuMemHostAlloc) X(cuMemAllocHost) \
 	X(cuMemFreeHost) X(cuMemHostGetDevicePointer) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync)         \
 	X(cuMemcpyDtoDAsync) X(cuMemcpyPeerAsync) X(cuStreamCreate) X(cuStreamDestroy)                  \
-	X(cuStreamSynchronize) X(cuStreamGetCtx) X(cuStreamWaitEvent) X(cuEventCreate)                  \
+	X(cuStreamSynchronize) X(cuStreamQuery) X(cuStreamGetCtx) X(cuStreamWaitEvent) X(cuEventCreate) \
 	X(cuEventDestroy) X(cuEventRecord) X(cuEventQuery) X(cuEventSynchronize) X(cuLaunchHostFunc)     \
 	X(cuStreamWaitValue32) X(cuStreamWriteValue32)
 
