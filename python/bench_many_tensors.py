@@ -8,6 +8,9 @@ the page cache). Prints GB/s of each and the ratio many/one (the goal is
     python3 python/bench_many_tensors.py --device cuda:0 --loaders opends,safetensors,fastsafetensors \
         --out many.csv && bench/report --add-safetensors many.csv RESULTS_DIR
 
+Loader "opends-parsefirst" is opends with the data read started after the
+header is parsed and the tensors made instead of before (opends._stfast.
+READ_FIRST = False): its phases show the parse without a read running.
 For opends, a line per file gives the median milliseconds of each phase
 of the load (header read, JSON parse, checks, tensor creation, waiting for
 the data read) and the parser used (orjson where importable).
@@ -80,6 +83,18 @@ def loaders(names, device, framework):
         from opends.safetensors import load_file
 
         out["opends"] = lambda p: load_file(p, device=device, framework=framework)
+    if "opends-parsefirst" in names:  # the same with the data read started after the header's parse and views
+        from opends import _stfast
+        from opends.safetensors import load_file
+
+        def parse_first(p):
+            _stfast.READ_FIRST = False
+            try:
+                return load_file(p, device=device, framework=framework)
+            finally:
+                _stfast.READ_FIRST = True
+
+        out["opends-parsefirst"] = parse_first
     if "safetensors" in names:
         try:
             if framework == "numpy":
@@ -178,7 +193,7 @@ def measure(name, load, args, one, many, total, ref, sync):
             out = load(path)
             sync()
             times.append(time.perf_counter() - t0)
-            if name == "opends":
+            if name.startswith("opends"):
                 from opends import _stfast
 
                 phases.append(dict(_stfast.last_phases))
@@ -221,7 +236,7 @@ def print_phases(name, label, phases):
 
 
 def backend(name):
-    if name != "opends":
+    if not name.startswith("opends"):
         return ""
     import opends
 

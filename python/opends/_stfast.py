@@ -352,7 +352,8 @@ def load_all(st, path: str, devices: List[Any], framework: str, piece_size: int,
     else:
         import numpy as np
     bufs = [st._alloc(framework, d, data_len) for d in devices]
-    waiter = _start_read(path, bufs, data_len, 8 + n, piece_size) if data_len else None
+    early = READ_FIRST and data_len
+    waiter = _start_read(path, bufs, data_len, 8 + n, piece_size) if early else None
     t1 = clock()
     try:
         _, hdr, _meta = st._header(path, head, size)
@@ -373,6 +374,8 @@ def load_all(st, path: str, devices: List[Any], framework: str, piece_size: int,
         t3 = clock()
         with _untracked(torch):
             outs = [_views(st, torch, np, buf, tab, by) for buf in bufs]
+        if data_len and not early and not url:
+            waiter = _start_read(path, bufs, data_len, 8 + n, piece_size)
     except BaseException:
         if waiter is not None:
             waiter(False)  # the buffers stay alive until the read is done
@@ -431,6 +434,13 @@ def _views(st, torch, np, buf, tab: Table, by: Dict[str, List[int]]) -> Dict[str
         at += len(idx)
     return out
 
+
+#: True: a local file's data read starts before its header is parsed and
+#: runs while the tensors are made (the default). False: it starts after
+#: them, so the parsing does not share the memory system with the read's
+#: copies (python/bench_many_tensors.py's loader "opends-parsefirst"
+#: measures both orders on the same machine).
+READ_FIRST = True
 
 #: Seconds spent in each phase of the last load_all (python/bench_many_tensors.py
 #: prints them): head (the header's bytes read, the data read started), json

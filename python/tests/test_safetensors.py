@@ -371,6 +371,25 @@ def _mixed_file(tmp_path):
     return str(tmp_path / "mixed.safetensors"), ts, hdr
 
 
+def test_read_after_parse_same_tensors(tmp_path, monkeypatch):
+    """READ_FIRST = False (the data read started after the views are made)
+    gives the same tensors, byte for byte, as the default order."""
+    from opends import _stfast
+
+    path, ts, hdr = _mixed_file(tmp_path)
+    for fw in ("numpy", "torch"):
+        if fw == "torch":
+            pytest.importorskip("torch")
+        monkeypatch.setattr(_stfast, "READ_FIRST", False)
+        a = ost.load_file(path, framework=fw)
+        monkeypatch.setattr(_stfast, "READ_FIRST", True)
+        b = ost.load_file(path, framework=fw)
+        assert list(a) == list(b) == list(hdr)
+        for k, (dt, shape, raw) in ts.items():
+            x = a[k] if fw == "numpy" else a[k].reshape(-1).view(dtype=__import__("torch").uint8).numpy()
+            assert tuple(a[k].shape) == tuple(b[k].shape) == shape and x.tobytes() == raw, k
+
+
 def test_list_route_equals_entry_route(tmp_path, checks):
     """The whole-file route (_stfast: views made a dtype group at a time)
     and the per-entry route (load_file(keys=...): one view per tensor) give
