@@ -19,9 +19,10 @@
 #   drops them (measured on the CPU machine: 14 of 19 ranges dropped,
 #   each drop a wait before the call's own request is queued);
 # - OPENDS_IO_KWORKERS (where the library has it): kernel workers per
-#   ring, i.e. how many threads copy cached pages. CPUs / workers by
-#   default: 2 on the 16-CPU H200 (0.81-0.84x there), 4 on the 32-CPU
-#   two-GPU machine (0.72-0.74x);
+#   ring, i.e. how many threads copy cached pages. uring's default is
+#   CPUs / workers (2 on the 16-CPU H200, 4 on the 32-CPU two-GPU
+#   machine); the drop-in opens OpenDS with 1 unless the variable is set
+#   (x2 at 9761314: 0.85x at 1, 0.81 at 2, 0.79 at 3, 0.76 at 4);
 # - workers, depth, chunk size, spin, and GPU 0's NUMA node.
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
@@ -36,7 +37,7 @@ if [ ! -x "$bench" ] || [ ! -f "$dlib" ]; then
 	echo "no bench or drop-in in $B (build it first)"
 	exit 1
 fi
-echo "machine: $(nproc) CPUs, $(nvidia-smi -L 2>/dev/null | grep -c '^GPU') GPUs, commit $(git rev-parse --short HEAD 2>/dev/null)"
+echo "machine: $(nproc) CPUs, $(nvidia-smi -L 2>/dev/null | grep -c '^GPU') GPUs"
 one() { # $1: label, $2: environment (VAR=value, space-separated), rest: bench arguments
 	local label=$1 envs=$2
 	shift 2
@@ -55,11 +56,12 @@ done
 d8 OPENDS_READAHEAD=0
 # 2: copying threads (the variable is ignored by a library without it)
 if grep -q OPENDS_IO_KWORKERS "$B"/src/libopends.so* 2>/dev/null; then
-	for k in 1 2 3; do
+	for k in 1 2 3 4; do
 		d8 OPENDS_IO_KWORKERS=$k
-		d8 OPENDS_READAHEAD=0 OPENDS_IO_KWORKERS=$k
 	done
-	one "drop-in, 1 thread, OPENDS_IO_KWORKERS=2" "OPENDS_ACCEL=cuda OPENDS_IO_KWORKERS=2" --lib="$dlib" --threads=1
+	for k in 2 4; do
+		one "drop-in, 1 thread, OPENDS_IO_KWORKERS=$k" "OPENDS_ACCEL=cuda OPENDS_IO_KWORKERS=$k" --lib="$dlib" --threads=1
+	done
 else
 	echo "(this library has no OPENDS_IO_KWORKERS: kernel-worker lines skipped)"
 fi

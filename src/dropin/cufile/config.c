@@ -80,8 +80,39 @@ static void defaults_locked(void)
 	defaults_done = true;
 }
 
-/* Hand the values set through the API that OpenDS has a variable for to
- * the coming opends_driver_open. */
+/* Settings the drop-in opens OpenDS with where neither the environment
+ * nor the parameter API gives them (docs/cufile-dropin.md, "Performance").
+ * OPENDS_IO_KWORKERS=1: one kernel thread per uring worker copies cached
+ * pages, 8 copying threads with the default 8 workers. nvidia-h200-x2
+ * (32 CPUs, where uring's own default is 4), hot 8 GiB in 16 MiB
+ * cuFileRead calls from 8 threads, ratio to the pinned copy ceiling:
+ * 0.85 at 1, 0.81 at 2, 0.79 at 3, 0.76 at 4 (tests/dropin/gpu-bench.sh
+ * at 9761314; docs/cufile-dropin.md). The library keeps CPUs / workers:
+ * two GPUs read at once want the extra copying threads. Set for the open
+ * only (an empty value counts as unset, as OpenDS reads it), then the
+ * environment is put back, so the program and its children see theirs. */
+static const struct {
+	const char *var, *val;
+} dropin_env[] = {
+	{ "OPENDS_IO_KWORKERS", "1" },
+};
+/* what the open found: 0 a value of the program's (kept), 1 none, 2 empty */
+static unsigned char dropin_env_had[sizeof(dropin_env) / sizeof(*dropin_env)];
+
+/* After the open (cfd_lock held): the environment as the program left it. */
+void cfd_config_unapply_locked(void)
+{
+	for (size_t i = 0; i < sizeof(dropin_env) / sizeof(*dropin_env); i++) {
+		if (dropin_env_had[i] == 1)
+			unsetenv(dropin_env[i].var);
+		else if (dropin_env_had[i] == 2)
+			setenv(dropin_env[i].var, "", 1);
+		dropin_env_had[i] = 0;
+	}
+}
+
+/* Hand the values set through the API that OpenDS has a variable for, and
+ * the drop-in's own defaults, to the coming opends_driver_open. */
 void cfd_config_apply_locked(void)
 {
 	static const struct {
@@ -100,6 +131,12 @@ void cfd_config_apply_locked(void)
 		char v[32];
 		snprintf(v, sizeof(v), "%zu", size_val[map[i].param] * map[i].mult);
 		setenv(map[i].var, v, 1);
+	}
+	for (size_t i = 0; i < sizeof(dropin_env) / sizeof(*dropin_env); i++) {
+		const char *cur = getenv(dropin_env[i].var);
+		dropin_env_had[i] = 0;
+		if ((!cur || !*cur) && setenv(dropin_env[i].var, dropin_env[i].val, 1) == 0)
+			dropin_env_had[i] = cur ? 2 : 1;
 	}
 }
 

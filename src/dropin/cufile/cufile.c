@@ -175,6 +175,7 @@ static CUfileError_t open_locked(void)
 		return cfd_st(CU_FILE_SUCCESS, 0);
 	cfd_config_apply_locked();
 	opends_error_t e = opends_driver_open();
+	cfd_config_unapply_locked();
 	if (e.err == OPENDS_DRIVER_ALREADY_OPEN) {
 		/* the program opened OpenDS itself; share it, never close it */
 		we_opened = false;

@@ -39,5 +39,8 @@ CUfileError_t cfd_ensure_open(void);
 /* config.c: before OpenDS opens, hand it the values set through the API
  * that it has a variable for (under cfd_lock). */
 void cfd_config_apply_locked(void);
+/* config.c: after that open, take the drop-in's own defaults out of the
+ * environment again (under cfd_lock). */
+void cfd_config_unapply_locked(void);
 
 #endif
