@@ -105,6 +105,19 @@ void ods_io_submit(struct ods_io *io, bool may_block)
 		ods_pool_push(ods_drv.pool, io, !may_block);
 }
 
+void ods_io_submit_many(struct ods_io *const *ios, unsigned n)
+{
+	if (!ods_drv.be->submit_many) {
+		for (unsigned i = 0; i < n; i++)
+			ods_io_submit(ios[i], true);
+		return;
+	}
+	atomic_fetch_add_explicit(&ods_inflight, (long)n, memory_order_relaxed);
+	for (unsigned i = 0; i < n; i++)
+		atomic_fetch_add_explicit(&ios[i]->fh->inflight, 1, memory_order_relaxed);
+	ods_drv.be->submit_many(ios, n);
+}
+
 /* ---- waiting for one request ------------------------------------------ */
 
 enum { W_PENDING = 1, W_WAITER = 2, W_DONE = 3 };

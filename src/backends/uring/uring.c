@@ -46,7 +46,6 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/vfs.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -116,8 +115,6 @@ static struct {
 	struct ods_stage *stage;
 	unsigned nthreads, depth;
 	size_t chunk;
-	long page;
-	atomic_bool no_cachestat; /* (then ods_uring_cached answers false) */
 	unsigned kworkers; /* kernel workers per ring for hot reads, and the
 			      reads of cached ranges a worker keeps in it */
 } ur;
@@ -159,46 +156,6 @@ static struct uworker *uw_of(const struct ods_stage_unit *u)
 static struct uunit *uu_of(const struct ods_stage_unit *u)
 {
 	return &uw_of(u)->uu[u->idx];
-}
-
-/* ---- hot / cold ---------------------------------------------------------- */
-
-#ifndef __NR_cachestat
-#define __NR_cachestat 451 /* same number on every architecture (generic table) */
-#endif
-struct ods_cachestat_range {
-	uint64_t off, len;
-};
-struct ods_cachestat {
-	uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
-};
-
-/* Every page of [c0, c1) that exists in the file (of fsize bytes; -1:
- * unknown, then every page of the range counts) is in the page cache. */
-bool ods_uring_cached(int fd, off_t c0, off_t c1, off_t fsize)
-{
-	if (atomic_load_explicit(&ur.no_cachestat, memory_order_relaxed))
-		return false;
-	off_t p0 = c0 & ~((off_t)ur.page - 1);
-	off_t p1 = (fsize >= 0 && fsize < c1 ? fsize : c1);
-	if (p1 > INT64_MAX - ur.page)
-		return false; /* (rounding up would overflow; no file reaches there) */
-	p1 = (p1 + ur.page - 1) & ~((off_t)ur.page - 1);
-	if (p1 <= p0)
-		return true; /* nothing to read: the buffered read returns 0 at once */
-	struct ods_cachestat_range rg = { (uint64_t)p0, (uint64_t)(p1 - p0) };
-	struct ods_cachestat cs;
-	if (syscall(__NR_cachestat, fd, &rg, &cs, 0) != 0) {
-		if (errno == ENOSYS)
-			atomic_store_explicit(&ur.no_cachestat, true, memory_order_relaxed);
-		return false;
-	}
-	return cs.nr_cache >= rg.len / (uint64_t)ur.page;
-}
-
-bool ods_uring_has_cachestat(void)
-{
-	return !atomic_load_explicit(&ur.no_cachestat, memory_order_relaxed);
 }
 
 static bool range_cached(const struct ods_stage_req *r, off_t c0, off_t c1)
@@ -501,13 +458,34 @@ static void ring_wait(void *ctx, long timeout_ns)
 	}
 }
 
-static void ring_wake(void *ctx)
+/* While this thread queues a batch (uring_submit_many), the wake-ups
+ * the engine asks for wait here until all of it is queued: a worker woken
+ * by the first entry would take it alone and submit it alone. The batch
+ * is queued without waiting for room, so nothing waits on the workers
+ * meanwhile. */
+#define PLUG_MAX 64u
+static _Thread_local struct {
+	bool on;
+	unsigned n;
+	struct uworker *w[PLUG_MAX];
+} plug;
+
+static void eventfd_kick(struct uworker *w)
 {
 	uint64_t one = 1;
-	if (write(((struct uworker *)ctx)->efd, &one, sizeof(one)) < 0) {
+	if (write(w->efd, &one, sizeof(one)) < 0) {
 		/* eventfd writes only fail on counter overflow, i.e. the
 		 * worker is being woken already */
 	}
+}
+
+static void ring_wake(void *ctx)
+{
+	if (plug.on && plug.n < PLUG_MAX) {
+		plug.w[plug.n++] = ctx;
+		return;
+	}
+	eventfd_kick(ctx);
 }
 
 /* Fixed buffers save pinning the pages on every I/O; optional (a low
@@ -705,6 +683,17 @@ static void uring_submit(struct ods_io *io, bool may_block)
 	ods_stage_submit(ur.stage, io, may_block);
 }
 
+static void uring_submit_many(struct ods_io *const *ios, unsigned n)
+{
+	plug.on = true;
+	plug.n = 0;
+	for (unsigned i = 0; i < n; i++)
+		uring_submit(ios[i], false);
+	plug.on = false;
+	for (unsigned i = 0; i < plug.n; i++)
+		eventfd_kick(plug.w[i]);
+}
+
 static int uring_probe(const struct ods_config *cfg, char *why, size_t n)
 {
 	(void)cfg;
@@ -735,9 +724,7 @@ static int uring_open(const struct ods_config *cfg, const struct ods_accel *acce
 	ur.nthreads = p.threads;
 	ur.depth = p.depth;
 	ur.chunk = p.chunk;
-	ur.page = sysconf(_SC_PAGESIZE);
-	if (ur.page < (long)ODS_ALIGN)
-		ur.page = ODS_ALIGN;
+	ods_uring_cache_init();
 	ur.kworkers = cfg->io_kworkers ? cfg->io_kworkers : ncpu > (long)ur.nthreads ? (unsigned)(ncpu / ur.nthreads) : 1;
 	int rc = ods_stage_open(&ur.stage, &p, &uring_mover, cfg, accel);
 	if (rc == 0)
@@ -774,6 +761,7 @@ const struct ods_backend ods_backend_uring = {
 	.open = uring_open,
 	.close = uring_close,
 	.submit = uring_submit,
+	.submit_many = uring_submit_many,
 	.rw_inline = ods_uring_inline,
 	.readahead = true,
 	.handle_close = ods_ra_handle_close, /* (requests in flight are waited for first) */

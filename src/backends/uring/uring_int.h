@@ -1,7 +1,7 @@
 /*
- * The io_uring backend's halves (private): uring.c, the staging engine's
+ * The io_uring backend's parts (private): uring.c, the staging engine's
  * fd mover and the backend; uring_inline.c, small synchronous reads on the
- * caller's thread.
+ * caller's thread; uring_cache.c, whether a range is in the page cache.
  */
 #ifndef ODS_URING_INT_H
 #define ODS_URING_INT_H
@@ -14,6 +14,8 @@
 bool ods_uring_cached(int fd, off_t c0, off_t c1, off_t fsize);
 /* false once cachestat was found missing (kernels before 6.5) */
 bool ods_uring_has_cachestat(void);
+/* at driver open (uring_cache.c) */
+void ods_uring_cache_init(void);
 
 /* io_uring_enter calls that submitted reads or writes (worker threads;
  * for tests, which link the library's objects) */
