@@ -17,33 +17,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "stage.h"
-
-#define FAIL(...)                                                                                                      \
-	do {                                                                                                           \
-		fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                                  \
-		fprintf(stderr, __VA_ARGS__);                                                                          \
-		fprintf(stderr, "\n");                                                                                 \
-		exit(1);                                                                                               \
-	} while (0)
+#include "stage_test.h"
 
 #define FILE_SIZE (3u << 20)
 
 static int g_fd;
 
 /* ---- mover 1: synchronous -------------------------------------------------- */
-
-static int sm_worker_open(struct ods_stage *s, unsigned idx, void **ctx)
-{
-	(void)s;
-	*ctx = (void *)(uintptr_t)(idx + 1);
-	return 0;
-}
-
-static void sm_worker_close(void *ctx)
-{
-	(void)ctx;
-}
 
 static int sm_req_init(struct ods_stage_req *r)
 {
@@ -95,8 +75,8 @@ static void sm_write(struct ods_stage_unit *u)
 
 static const struct ods_mover sync_mover = {
 	.name = "sync",
-	.worker_open = sm_worker_open,
-	.worker_close = sm_worker_close,
+	.worker_open = stage_test_worker_open,
+	.worker_close = stage_test_worker_close,
 	.req_init = sm_req_init,
 	.read = sm_read,
 	.write = sm_write,
@@ -155,8 +135,8 @@ static void pm_complete(struct ods_stage_unit *u, long res)
 
 static const struct ods_mover posted_mover = {
 	.name = "posted",
-	.worker_open = sm_worker_open,
-	.worker_close = sm_worker_close,
+	.worker_open = stage_test_worker_open,
+	.worker_close = stage_test_worker_close,
 	.req_init = sm_req_init,
 	.read = pm_hand_over,
 	.write = pm_hand_over,

@@ -24,15 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "stage.h"
-
-#define FAIL(...)                                                                                                      \
-	do {                                                                                                           \
-		fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                                  \
-		fprintf(stderr, __VA_ARGS__);                                                                          \
-		fprintf(stderr, "\n");                                                                                 \
-		exit(1);                                                                                               \
-	} while (0)
+#include "stage_test.h"
 
 #define CHUNK ((size_t)64 << 10)
 #define NCHUNK 32u /* per large request */
@@ -50,18 +42,6 @@ static struct ods_stage_unit *g_held[MAXSTART];
 static unsigned g_nheld;
 static struct ods_io *g_started[MAXSTART]; /* the request of each chunk, in hand-out order */
 static unsigned g_nstarted;
-
-static int gm_worker_open(struct ods_stage *s, unsigned idx, void **ctx)
-{
-	(void)s;
-	*ctx = (void *)(uintptr_t)(idx + 1);
-	return 0;
-}
-
-static void gm_worker_close(void *ctx)
-{
-	(void)ctx;
-}
 
 static int gm_req_init(struct ods_stage_req *r)
 {
@@ -105,8 +85,8 @@ static void gm_complete(struct ods_stage_unit *u, long res)
 
 static const struct ods_mover gate_mover = {
 	.name = "gate",
-	.worker_open = gm_worker_open,
-	.worker_close = gm_worker_close,
+	.worker_open = stage_test_worker_open,
+	.worker_close = stage_test_worker_close,
 	.req_init = gm_req_init,
 	.read = gm_read,
 	.write = gm_write,
