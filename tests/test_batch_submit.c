@@ -4,8 +4,8 @@
  *
  * uring with one worker of 64 units, a hot file, 64 entries of 4 KiB in
  * one opends_batch_submit: the worker is woken once all are queued
- * (uring_submit_many), the reads wait in its submission queue while more
- * are queued, and go in one io_uring_enter (SMALL GROUPS in
+ * (ods_stage_submit_many), the reads wait in its submission queue while
+ * more are queued, and go in one io_uring_enter (SMALL GROUPS in
  * src/backends/uring/uring.c: up to 256 KiB a group; a worker holds at
  * most OPENDS_QUEUE_DEPTH reads, so by default a group every 16).
  * Counted by the backend's counter of submitting io_uring_enter calls
@@ -47,7 +47,7 @@ int main(int argc, char **argv)
 	setenv("OPENDS_BACKEND", "uring", 1);
 	setenv("OPENDS_IO_THREADS", "1", 1);
 	/* asleep when idle, so it does not take entries as they come: the
-	 * wake-ups wait until the whole batch is queued (uring_submit_many) */
+	 * workers are woken once the whole batch is queued */
 	setenv("OPENDS_IDLE_SPIN", "0", 1);
 	/* units for all of it at once (with the default 16 a worker holds
 	 * 16 reads at a time: a group each 16) */

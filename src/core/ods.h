@@ -188,9 +188,9 @@ ssize_t ods_io_prepare(struct ods_io *io, int opcode, opends_handle_t fh, const 
  * it (completion callbacks that chain the next operation), never waits. */
 void ods_io_submit(struct ods_io *io, bool may_block);
 /* Hand n prepared ios of file handles (no sources; each size > 0) to the
- * backend together, as a batch: none waits for room (a batch holds at
- * most ODS_MAX_BATCH), and with a backend's submit_many its workers see
- * them together. */
+ * backend together, as a batch (waiting for room as ods_io_submit with
+ * may_block): with a backend's submit_many its workers see them
+ * together. */
 void ods_io_submit_many(struct ods_io *const *ios, unsigned n);
 /* Run a prepared io to completion on this thread or the backend's. */
 ssize_t ods_io_run(struct ods_io *io);
@@ -273,10 +273,10 @@ struct ods_backend {
 	 * for room only if may_block. NULL: the core's pool runs rw on its
 	 * workers. */
 	void (*submit)(struct ods_io *io, bool may_block);
-	/* optional: n requests at once (ods_io_submit_many), as submit
-	 * without waiting for room, the workers told once they are all
-	 * queued (uring: one io_uring_enter for a group of small reads
-	 * rather than one each) */
+	/* optional: n requests at once (ods_io_submit_many), as submit with
+	 * may_block, the workers told once they are queued (uring:
+	 * ods_stage_submit_many; one io_uring_enter for a group of small
+	 * reads rather than one each) */
 	void (*submit_many)(struct ods_io *const *ios, unsigned n);
 	/* optional: a buffer range was registered (after the accelerator's
 	 * hook) or is being deregistered; *priv lands in ods_region.be_priv */

@@ -458,34 +458,13 @@ static void ring_wait(void *ctx, long timeout_ns)
 	}
 }
 
-/* While this thread queues a batch (uring_submit_many), the wake-ups
- * the engine asks for wait here until all of it is queued: a worker woken
- * by the first entry would take it alone and submit it alone. The batch
- * is queued without waiting for room, so nothing waits on the workers
- * meanwhile. */
-#define PLUG_MAX 64u
-static _Thread_local struct {
-	bool on;
-	unsigned n;
-	struct uworker *w[PLUG_MAX];
-} plug;
-
-static void eventfd_kick(struct uworker *w)
+static void ring_wake(void *ctx)
 {
 	uint64_t one = 1;
-	if (write(w->efd, &one, sizeof(one)) < 0) {
+	if (write(((struct uworker *)ctx)->efd, &one, sizeof(one)) < 0) {
 		/* eventfd writes only fail on counter overflow, i.e. the
 		 * worker is being woken already */
 	}
-}
-
-static void ring_wake(void *ctx)
-{
-	if (plug.on && plug.n < PLUG_MAX) {
-		plug.w[plug.n++] = ctx;
-		return;
-	}
-	eventfd_kick(ctx);
 }
 
 /* Fixed buffers save pinning the pages on every I/O; optional (a low
@@ -683,15 +662,14 @@ static void uring_submit(struct ods_io *io, bool may_block)
 	ods_stage_submit(ur.stage, io, may_block);
 }
 
+/* A batch: queued together and the workers woken once, so a worker does
+ * not take the first entry alone and submit it alone (SMALL GROUPS). */
 static void uring_submit_many(struct ods_io *const *ios, unsigned n)
 {
-	plug.on = true;
-	plug.n = 0;
 	for (unsigned i = 0; i < n; i++)
-		uring_submit(ios[i], false);
-	plug.on = false;
-	for (unsigned i = 0; i < plug.n; i++)
-		eventfd_kick(plug.w[i]);
+		if (ios[i]->opcode == OPENDS_WRITE)
+			ods_ra_write_begin(ios[i]);
+	ods_stage_submit_many(ur.stage, ios, n, true);
 }
 
 static int uring_probe(const struct ods_config *cfg, char *why, size_t n)
