@@ -233,7 +233,11 @@ OPENDS_API const char *opends_last_error_detail(void);
  *                       fit; when workers x chunk alone is above it, the
  *                       open fails with OPENDS_DRIVER_INVALID_PROPS and a
  *                       detail naming the variables. Without a GPU the
- *                       staging is mapped as it is first needed.
+ *                       staging is mapped as it is first needed. Stream
+ *                       operations' staging counts too (kept for reuse
+ *                       until close); one whose staging would not fit
+ *                       what is left runs the slower general way (one
+ *                       host function on the stream), never failing for it.
  *   OPENDS_INLINE_MAX   bytes, 0..1g (suffixes as above): a synchronous read
  *                       of at most this many bytes runs on the calling
  *                       thread, with no hand-off to a worker (uring;

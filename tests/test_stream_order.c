@@ -22,6 +22,8 @@
  * (on CUDA one would be a cuLaunchHostFunc); a read of size 0, which takes
  * the host-function path, is refused with OPENDS_DEVICE_DRIVER_ERROR, which
  * shows the refusal works (skip, 77, where it has no effect).
+ * test_stream_order budget: stream staging counts in OPENDS_MAX_PINNED; an
+ * operation whose staging would not fit takes the general way (below).
  * All of it with hostdev's stream queues bounded (OPENDS_HOSTDEV_QUEUE_MAX):
  * a call that queues a command on a full stream blocks, as on CUDA, so an
  * operation of more commands than a queue holds needs the dispatcher to
@@ -118,10 +120,65 @@ static void nocall(opends_handle_t fh)
 	printf("%d small reads on %d streams with host functions refused: exact\n", NS * PER, NS);
 }
 
+/* Stream staging within OPENDS_MAX_PINNED (1 MiB here, ref backend): a
+ * small read's staging fits and is staged (no host function, which hostdev
+ * refuses here); a 9 MiB read's (16 MiB) does not, so it takes the general
+ * way, whose host function is refused: OPENDS_DEVICE_DRIVER_ERROR at the
+ * call, nothing written. Then, host functions allowed, it is exact. */
+static void budget(const char *path)
+{
+	t_phase = "stream staging within OPENDS_MAX_PINNED";
+	const size_t SMALL = 100 * T_KiB + 3, BIG = 9 * T_MiB + 5;
+	uint8_t *buf = t_xmalloc(BIG + 7);
+	for (int calls = 0; calls < 2; calls++) {
+		if (calls)
+			unsetenv("OPENDS_HOSTDEV_NO_CALLS");
+		t_driver_open();
+		int fd = t_open(path, O_RDONLY, false);
+		opends_handle_t fh = t_register(fd);
+		struct sop a = { SMALL, 4097, 7, SENT }, b = { BIG, 77, 7, SENT };
+		OK(opends_stream_read(fh, buf, &a.size, &a.foff, &a.boff, &a.res, NULL));
+		OK(opends_stream_synchronize(NULL));
+		CHECKF(a.res == (ssize_t)SMALL, "small read gave %zd (%s)", a.res, t_errname(a.res));
+		VERIFY(buf + 7, oracle + 4097, SMALL, "small read");
+		opends_error_t e = opends_stream_read(fh, buf, &b.size, &b.foff, &b.boff, &b.res, NULL);
+		if (!calls) {
+			CHECKF(e.err == OPENDS_DEVICE_DRIVER_ERROR,
+			       "a read whose staging is past the budget was staged anyway (%d, %s)", e.err,
+			       t_errname(e.err));
+			CHECKF(b.res == SENT, "a refused read wrote its result (%zd)", b.res);
+		} else {
+			OK(e);
+			OK(opends_stream_synchronize(NULL));
+			CHECKF(b.res == (ssize_t)BIG, "big read gave %zd (%s)", b.res, t_errname(b.res));
+			VERIFY(buf + 7, oracle + 77, BIG, "big read, the general way");
+		}
+		OK(opends_handle_deregister(fh));
+		close(fd);
+		OK(opends_driver_close());
+	}
+	free(buf);
+	printf("stream staging within OPENDS_MAX_PINNED: small staged, big the general way, exact\n");
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = t_args(argc, argv);
 	bool nc = mode && !strcmp(mode, "nocall");
+	if (mode && !strcmp(mode, "budget")) {
+		t_watchdog(120);
+		char bpath[PATH_MAX];
+		t_path(bpath, sizeof bpath, "order_budget.bin");
+		t_write_pattern_file(bpath, F, hashpat);
+		oracle = t_oracle(F, hashpat);
+		setenv("OPENDS_HOSTDEV_NO_CALLS", "1", 1);
+		setenv("OPENDS_MAX_PINNED", "1m", 1);
+		setenv("OPENDS_BACKEND", "ref", 1);
+		budget(bpath);
+		free(oracle);
+		printf("stream order (budget): OK\n");
+		return 0;
+	}
 	t_watchdog(280);
 	char path[PATH_MAX];
 	t_path(path, sizeof path, "order.bin");

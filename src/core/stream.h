@@ -73,6 +73,9 @@ struct ods_task {
  * did, -1 when there is nothing to watch, -2 when none did and none can
  * before something kicks (ods_dispatch_kick). 0 or an OPENDS_* code. */
 int ods_dispatch_start(int (*poll)(void));
+/* Sleep (1 ms naps) until counter reads at least need, or until neither
+ * it nor *moving changed for idle_ms. */
+void ods_counter_wait(void *counter, uint32_t need, atomic_uint *moving, unsigned idle_ms);
 /* Queue a task (any thread, host functions included: never waits long). */
 void ods_dispatch_post(void *task);
 /* Something a poll watches will move soon: poll again without delay. */
@@ -81,10 +84,12 @@ void ods_dispatch_kick(void);
 void ods_dispatch_stop(void);
 
 /* Pinned staging of at least n bytes (at most ODS_STAGE_MAX), from a pool
- * kept until the driver closes; *cls says which class to give it back to.
- * NULL when out of memory. */
+ * kept until the driver closes, within the staging budget
+ * (OPENDS_MAX_PINNED: each buffer the pool makes reserves its bytes until
+ * the driver closes); *cls says which class to give it back to. NULL when
+ * out of memory, with *over true when it would not fit the budget. */
 #define ODS_STAGE_MAX ((size_t)256 << 20)
-void *ods_staging_get(size_t n, unsigned *cls);
+void *ods_staging_get(size_t n, unsigned *cls, bool *over);
 void ods_staging_put(void *p, unsigned cls);
 void ods_staging_fini(void); /* after every operation ended */
 /* in the child of a fork: a stopped dispatcher and an empty pool, the

@@ -567,27 +567,9 @@ static void op_launch(struct aop *op)
  * blocks a call on a full stream queue by spinning (an 8 GiB read, ~2 000
  * commands: 0.42 CPU-s/GiB cold). QWIN pieces (~520 commands) are meant to
  * fit, so operations up to 2 GiB return at once as before. No new wait:
- * if nothing moves for QWIN_IDLE_MS (a held stream, a slow disk, a failed
+ * if nothing moves for 200 ms (a held stream, a slow disk, a failed
  * accelerator), it queues on and the accelerator blocks or fails it. */
 #define QWIN 128u
-#define QWIN_IDLE_MS 200
-static void queue_window(struct aop *op, unsigned i)
-{
-	const struct ods_accel_streams *acc = ods_drv.accel->streams;
-	if (i < QWIN)
-		return;
-	uint32_t need = op->base + (i - QWIN) + 1; /* piece i - QWIN copied */
-	uint32_t m = acc->counter_read(op->progress);
-	unsigned f = atomic_load(&op->finished), idle = 0;
-	while (m < need && idle < QWIN_IDLE_MS) {
-		struct timespec ts = { 0, 1000000 };
-		nanosleep(&ts, NULL);
-		uint32_t m2 = acc->counter_read(op->progress);
-		unsigned f2 = atomic_load(&op->finished);
-		idle = m2 != m || f2 != f ? 0 : idle + 1;
-		m = m2, f = f2;
-	}
-}
 
 /* The waits, copies, later pieces' gates and counts; *posted: op_launch
  * ran. */
@@ -597,8 +579,8 @@ static int queue_body(struct aop *op, void *stream, bool *queued, bool *posted)
 	bool read = op->a.opcode == OPENDS_READ;
 	int rc;
 	for (unsigned i = 0; i < op->n; i++) {
-		if (*posted)
-			queue_window(op, i);
+		if (*posted && i >= QWIN) /* piece i - QWIN copied */
+			ods_counter_wait(op->progress, op->base + (i - QWIN) + 1, &op->finished, 200);
 		if ((rc = acc->stream_wait(op->sdev, stream, op->p[i].gate))) {
 			/* the layer keeps the gate; a piece started at the
 			 * call may still open it */
@@ -694,17 +676,26 @@ static opends_error_t accel_enqueue(const char *fn, const struct ods_sargs *a, o
 	size_t n = plan ? (size + piece - 1) / piece : 1;
 	if (n > UINT_MAX / 2 || n > (SIZE_MAX - sizeof(struct aop)) / sizeof(struct piece))
 		plan = false, n = 1; /* beyond any memory: let the general way say so */
-	struct aop *op = calloc(1, sizeof(*op) + n * sizeof(struct piece));
+	unsigned slots = piece == BIG_PIECE ? BIG_SLOTS : SLOTS, k = n < slots ? (unsigned)n : slots, cls = 0;
+	size_t slot = ((size < piece ? size : piece) + ODS_ALIGN - 1) & ~(size_t)(ODS_ALIGN - 1);
+	char *stage = NULL;
+	bool over = false;
+	if (plan && !(stage = ods_staging_get(slot * k, &cls, &over)) && over)
+		plan = false, n = k = 1; /* past OPENDS_MAX_PINNED: the general way, which stays within it */
+	struct aop *op = plan && !stage ? NULL : calloc(1, sizeof(*op) + n * sizeof(struct piece));
 	if (!op) {
+		if (stage)
+			ods_staging_put(stage, cls);
 		if (write)
 			atomic_fetch_sub(&awrites, 1);
-		return ods_err(ods_fail(OPENDS_NOMEM_ERROR, "%s: out of memory", fn), ENOMEM);
+		return ods_err(ods_fail(OPENDS_NOMEM_ERROR, plan && !stage ? "%s: out of pinned memory for staging"
+										: "%s: out of memory", fn),
+			       ENOMEM);
 	}
 	op->a = *a;
 	op->sdev = dev;
 	op->n = (unsigned)n;
-	unsigned slots = piece == BIG_PIECE ? BIG_SLOTS : SLOTS;
-	op->k = op->n < slots ? op->n : slots;
+	op->k = k;
 	op->piece = piece;
 	op->task.run = plan ? op_watch : op_run;
 	pthread_mutex_init(&op->lock, NULL);
@@ -719,9 +710,10 @@ static opends_error_t accel_enqueue(const char *fn, const struct ods_sargs *a, o
 		op->size0 = size;
 		op->boff0 = *a->buf_offset;
 		op->valid0 = write ? size : ods_handle_valid(io.fh, *a->file_offset, size);
-		op->slot = ((size < piece ? size : piece) + ODS_ALIGN - 1) & ~(size_t)(ODS_ALIGN - 1);
-		op->stage = ods_staging_get(op->slot * op->k, &op->cls);
-		op->progress = op->stage ? ods_drv.accel->streams->counter_get() : NULL;
+		op->slot = slot;
+		op->stage = stage;
+		op->cls = cls;
+		op->progress = ods_drv.accel->streams->counter_get();
 		if (!op->progress) {
 			op_free(op);
 			return ods_err(ods_fail(OPENDS_NOMEM_ERROR, "%s: out of pinned memory for staging", fn),

@@ -157,6 +157,21 @@ void ods_dispatch_stop(void)
 	disp.started = disp.stop = disp.kicked = false;
 }
 
+void ods_counter_wait(void *counter, uint32_t need, atomic_uint *moving, unsigned idle_ms)
+{
+	const struct ods_accel_streams *acc = ods_drv.accel->streams;
+	uint32_t m = acc->counter_read(counter);
+	unsigned f = atomic_load(moving), idle = 0;
+	while (m < need && idle < idle_ms) {
+		struct timespec ts = { 0, 1000000 };
+		nanosleep(&ts, NULL);
+		uint32_t m2 = acc->counter_read(counter);
+		unsigned f2 = atomic_load(moving);
+		idle = m2 != m || f2 != f ? 0 : idle + 1;
+		m = m2, f = f2;
+	}
+}
+
 /* -- staging -- */
 
 #define NCLASS 13
@@ -171,8 +186,9 @@ static size_t class_size(unsigned c)
 	return (size_t)65536 << c;
 }
 
-void *ods_staging_get(size_t n, unsigned *cls)
+void *ods_staging_get(size_t n, unsigned *cls, bool *over)
 {
+	*over = false;
 	unsigned c = 0;
 	while (class_size(c) < n)
 		c++;
@@ -181,10 +197,16 @@ void *ods_staging_get(size_t n, unsigned *cls)
 	if (p)
 		stage_pool.free[c] = *(void **)p;
 	pthread_mutex_unlock(&stage_pool.lock);
-	if (!p)
-		p = ods_drv.accel->mem ? ods_drv.accel->mem->pinned_alloc(class_size(c))
-						: ods_aligned_alloc(class_size(c));
 	*cls = c;
+	if (p)
+		return p;
+	if (!ods_pinned_reserve(class_size(c))) {
+		*over = true;
+		return NULL;
+	}
+	p = ods_drv.accel->mem ? ods_drv.accel->mem->pinned_alloc(class_size(c)) : ods_aligned_alloc(class_size(c));
+	if (!p)
+		ods_pinned_release(class_size(c));
 	return p;
 }
 
@@ -205,6 +227,7 @@ void ods_staging_fini(void)
 				ods_drv.accel->mem->pinned_free(p, class_size(c));
 			else
 				free(p);
+			ods_pinned_release(class_size(c));
 		}
 	memset(stage_pool.free, 0, sizeof(stage_pool.free));
 }
