@@ -1,8 +1,10 @@
 /*
  * The accelerator streams the library knows (stream_accel.c's engine):
  * those it made (opends_stream_create) and those registered with their
- * hints (a small array: programs use few streams), and how many stream
- * operations are in flight, so that closing waits for them.
+ * hints, in a hash table (each operation looks its stream up at the call,
+ * and a program may make thousands: the imagenetish stream legs use 4096),
+ * and how many stream operations are in flight, so that closing waits for
+ * them.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -13,53 +15,83 @@
 	(OPENDS_STREAM_FIXED_BUF_OFFSET | OPENDS_STREAM_FIXED_FILE_OFFSET | OPENDS_STREAM_FIXED_FILE_SIZE)
 
 /* What the library knows of an accelerator stream: whether it made it,
- * and the registration hints. A small array: programs use few streams. */
+ * and the registration hints. */
 struct astream {
 	void *s;
 	bool created, registered;
 	unsigned flags;
+	struct astream *next; /* its bucket's chain */
 };
 static pthread_mutex_t astreams_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t astreams_idle = PTHREAD_COND_INITIALIZER;
-static struct astream *astreams;
-static size_t nastreams, astreams_cap;
-static unsigned ainflight; /* operations enqueued and not yet ended */
+static struct astream **buckets; /* nbuckets chains, a power of two */
+static size_t nbuckets, nastreams;
+static atomic_uint ainflight; /* operations enqueued and not yet ended */
 
-/* caller holds astreams_lock; NULL when unknown (add: make an entry) */
+static size_t bucket_of(void *s, size_t nb)
+{
+	uint64_t h = (uint64_t)(uintptr_t)s * 0x9E3779B97F4A7C15ull;
+	return (size_t)(h >> 32) & (nb - 1);
+}
+
+/* caller holds astreams_lock; NULL when unknown (add: make an entry, NULL
+ * when out of memory) */
 static struct astream *astream_find(void *s, bool add)
 {
-	for (size_t i = 0; i < nastreams; i++)
-		if (astreams[i].s == s)
-			return &astreams[i];
+	if (nbuckets)
+		for (struct astream *a = buckets[bucket_of(s, nbuckets)]; a; a = a->next)
+			if (a->s == s)
+				return a;
 	if (!add)
 		return NULL;
-	if (nastreams == astreams_cap) {
-		size_t ncap = astreams_cap ? astreams_cap * 2 : 16;
-		struct astream *n = realloc(astreams, ncap * sizeof(*n));
+	if (nastreams >= nbuckets) { /* grow: at most one entry per bucket on average */
+		size_t nb = nbuckets ? nbuckets * 2 : 64;
+		struct astream **n = calloc(nb, sizeof(*n));
 		if (!n)
 			return NULL;
-		astreams = n;
-		astreams_cap = ncap;
+		for (size_t i = 0; i < nbuckets; i++)
+			for (struct astream *e = buckets[i], *next; e; e = next) {
+				next = e->next;
+				size_t b = bucket_of(e->s, nb);
+				e->next = n[b];
+				n[b] = e;
+			}
+		free(buckets);
+		buckets = n;
+		nbuckets = nb;
 	}
-	struct astream *a = &astreams[nastreams++];
-	memset(a, 0, sizeof(*a));
+	struct astream *a = calloc(1, sizeof(*a));
+	if (!a)
+		return NULL;
+	size_t b = bucket_of(s, nbuckets);
 	a->s = s;
+	a->next = buckets[b];
+	buckets[b] = a;
+	nastreams++;
 	return a;
 }
 
-/* caller holds astreams_lock; drop entries that say nothing */
+/* caller holds astreams_lock; drop an entry that says nothing */
 static void astream_trim(struct astream *a)
 {
-	if (!a->created && !a->registered)
-		*a = astreams[--nastreams];
+	if (a->created || a->registered)
+		return;
+	for (struct astream **pp = &buckets[bucket_of(a->s, nbuckets)]; *pp; pp = &(*pp)->next)
+		if (*pp == a) {
+			*pp = a->next;
+			free(a);
+			nastreams--;
+			return;
+		}
 }
 
 void ods_ainflight_add(int d)
 {
+	/* the lock only to wake a closing thread waiting for none */
+	if (atomic_fetch_add(&ainflight, (unsigned)d) + (unsigned)d != 0)
+		return;
 	pthread_mutex_lock(&astreams_lock);
-	ainflight += d;
-	if (ainflight == 0)
-		pthread_cond_broadcast(&astreams_idle);
+	pthread_cond_broadcast(&astreams_idle);
 	pthread_mutex_unlock(&astreams_lock);
 }
 
@@ -153,14 +185,18 @@ opends_error_t ods_astream_sync(opends_stream_t stream)
 void ods_astreams_fini(void)
 {
 	pthread_mutex_lock(&astreams_lock);
-	while (ainflight)
+	while (atomic_load(&ainflight))
 		pthread_cond_wait(&astreams_idle, &astreams_lock);
-	for (size_t i = 0; i < nastreams; i++)
-		if (astreams[i].created)
-			ods_drv.accel->streams->stream_destroy(astreams[i].s);
-	free(astreams);
-	astreams = NULL;
-	nastreams = astreams_cap = 0;
+	for (size_t i = 0; i < nbuckets; i++)
+		for (struct astream *a = buckets[i], *next; a; a = next) {
+			next = a->next;
+			if (a->created)
+				ods_drv.accel->streams->stream_destroy(a->s);
+			free(a);
+		}
+	free(buckets);
+	buckets = NULL;
+	nbuckets = nastreams = 0;
 	pthread_mutex_unlock(&astreams_lock);
 }
 
@@ -168,7 +204,7 @@ void ods_astreams_forget(void)
 {
 	astreams_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
 	astreams_idle = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
-	astreams = NULL;
-	nastreams = astreams_cap = 0;
-	ainflight = 0;
+	buckets = NULL;
+	nbuckets = nastreams = 0;
+	atomic_store(&ainflight, 0);
 }
