@@ -214,6 +214,16 @@ int main(int argc, char **argv)
 		/* make the objects of LIST: 4 KiB to 256 KiB each */
 		if (opends_driver_open().err)
 			return 1;
+		/* one handle open throughout keeps the cluster connection:
+		 * without it every object connects anew (slow, and under load
+		 * a connect can time out) */
+		char kurl[1024];
+		opends_handle_t keep;
+		snprintf(kurl, sizeof(kurl), "rados://%s/%s?conf=%s", pool, names[0], conf);
+		if (opends_handle_open_url(&keep, kurl, O_RDWR | O_CREAT).err) {
+			fprintf(stderr, "put %s: %s\n", kurl, opends_last_error_detail());
+			return 1;
+		}
 		for (size_t i = 0; i < nnames; i++) {
 			char url[1024];
 			opends_handle_t fh;
@@ -226,6 +236,7 @@ int main(int argc, char **argv)
 			}
 			opends_handle_deregister(fh);
 		}
+		opends_handle_deregister(keep);
 		opends_driver_close();
 		return 0;
 	} else {
