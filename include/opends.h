@@ -358,10 +358,8 @@ OPENDS_API opends_error_t opends_handle_deregister(opends_handle_t fh);
  * OPENDS_ADVICE_RANDOM never. Calls above 64 MiB or at most
  * OPENDS_INLINE_MAX, block devices, host memory and sources never read
  * ahead. Memory: three buffers of the call's size per handle that reads
- * ahead, in memory of the buffer's device where the accelerator can
- * allocate it (CUDA: cuMemAlloc in the device's primary context), else
- * host staging inside OPENDS_MAX_PINNED (none when they do not fit); freed
- * at deregistration.
+ * ahead, inside OPENDS_MAX_PINNED (none when they do not fit), freed at
+ * deregistration.
  * Guarantee: a read never returns bytes older than
  * - any write through this library (any handle of the same file, sync,
  *   async, batch or stream) that started before the read was called;

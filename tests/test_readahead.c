@@ -21,9 +21,8 @@
  *                other thread's: no stream (a stream is one thread's), so
  *                nothing is read ahead or served from it; byte-exact
  *   other device (hostdev, two simulated devices) the calls go to device
- *                0 (read-ahead staged in its memory), then device 1, which
- *                has no staging memory to give (staged in host memory),
- *                then device 0 again: byte-exact, served across switches
+ *                0, then device 1, then device 0 again: byte-exact, served
+ *                from read-ahead across the switches
  */
 #include "common.h"
 

@@ -140,15 +140,6 @@ struct ods_accel {
 	 * dst_dev: 0 or the first failure (an OPENDS_* code). */
 	int (*peer_copy)(unsigned dst_dev, void *dst, unsigned src_dev, const void *src, size_t n);
 	int (*peer_wait)(unsigned dst_dev);
-	/* Optional (all three or none): dev_alloc gives n bytes of device
-	 * memory of device dev (a device's own context, not another one's:
-	 * dev < device_count()) for the library's own staging, NULL when it
-	 * cannot be had; dev_free gives it back. dev_copy: a synchronous copy
-	 * between two buffers of one device (found from dst): 0 or an
-	 * OPENDS_* code. */
-	void *(*dev_alloc)(unsigned dev, size_t n);
-	void (*dev_free)(unsigned dev, void *p);
-	int (*dev_copy)(void *dst, const void *src, size_t n);
 
 	const struct ods_accel_mem *mem;         /* NULL: nothing to pin */
 	const struct ods_accel_lanes *lanes;     /* NULL: synchronous copies */

@@ -8,16 +8,14 @@
  * thread (several threads' calls on a handle that happen to follow each
  * other are no stream: reading ahead for them read ranges another thread
  * then asked for out of turn, dropped them, and waited), the range
- * of the next call is read behind the current one, by the engine's
- * workers, into staging on the device of the caller's memory where the
- * accelerator can allocate there (else host staging, pinned where the
- * accelerator pins); the next call that asks for exactly that range copies
- * it from there (within the device, or host to device) while the ranges
- * after it are read into the other buffers.
+ * of the next call is read into host staging (pinned where the
+ * accelerator pins) behind the current one, by the engine's workers; the
+ * next call that asks for exactly that range copies it from there while
+ * the range after it is read into the other buffer.
  *
- * Bounded: RA_BUFS buffers of the call's size per handle that reads ahead
- * (in device memory, or taken from the staging budget OPENDS_MAX_PINNED),
- * given back at deregistration; calls above RA_MAX or at most the inline size
+ * Bounded: RA_BUFS buffers of the call's size per handle that reads ahead,
+ * taken from the staging budget (OPENDS_MAX_PINNED) and given back at
+ * deregistration; calls above RA_MAX or at most the inline size
  * (OPENDS_INLINE_MAX) never read ahead, and neither does a handle whose
  * buffers do not fit the budget. Only reads into device memory: into host
  * memory the engine already reads straight into the caller's buffer with
@@ -88,9 +86,7 @@ struct ra {
 	atomic_bool want;    /* ods_ra_behind: read ahead from want_off */
 	off_t want_off;
 	size_t cap;          /* bytes of each slot's buffer */
-	bool on_dev;         /* buffers in device memory of device dev (accel->dev_alloc) */
-	unsigned dev;
-	bool pinned;         /* else host buffers from accel->mem->pinned_alloc */
+	bool pinned;         /* buffers from accel->mem->pinned_alloc */
 	bool refused;        /* the buffers did not fit the budget: never again */
 	unsigned head;       /* the oldest read started (slots head, head+1, ... pending) */
 	unsigned npending;
@@ -213,54 +209,25 @@ static void bufs_free(struct ra *r)
 		char *b = r->sl[i].buf;
 		if (!b)
 			continue;
-		if (r->on_dev)
-			ods_drv.accel->dev_free(r->dev, b);
-		else if (r->pinned)
+		if (r->pinned)
 			ods_drv.accel->mem->pinned_free(b, r->cap);
 		else
 			free(b);
 		r->sl[i].buf = NULL;
 	}
-	if (r->cap && !r->on_dev)
+	if (r->cap)
 		ods_pinned_release(RA_BUFS * r->cap);
 	r->cap = 0;
-	r->on_dev = false;
 }
 
-/* The buffers go to the device of the caller's memory where the
- * accelerator can allocate there: the workers then read ahead all the way
- * into device memory (their reads and host-to-device copies overlapped as
- * in any device read), and a call for the range only copies it within the
- * device, which takes a few microseconds per MiB instead of a copy over
- * the link on the caller's thread (H200, 16 MiB calls: that copy and its
- * overheads were the whole call, 0.71x the link's speed). */
-static bool dev_bufs(const struct ods_io *io)
-{
-	const struct ods_accel *a = ods_drv.accel;
-	return a->dev_alloc && io->dev < a->device_count();
-}
-
-/* every buffer of at least n bytes (rounded to pages) where io's data
- * should be staged: on io's device, else host memory within the budget;
+/* every buffer of at least n bytes (rounded to pages), within the budget;
  * nothing pending */
-static bool bufs_get(struct ra *r, size_t n, const struct ods_io *io)
+static bool bufs_get(struct ra *r, size_t n)
 {
 	n = (n + 4095) & ~(size_t)4095;
-	bool want_dev = dev_bufs(io);
-	if (r->cap >= n && r->on_dev == want_dev && (!want_dev || r->dev == io->dev))
+	if (r->cap >= n)
 		return true;
 	bufs_free(r);
-	if (want_dev) {
-		r->on_dev = true;
-		r->dev = io->dev;
-		r->cap = n;
-		unsigned i = 0;
-		while (i < RA_BUFS && (r->sl[i].buf = ods_drv.accel->dev_alloc(io->dev, n)))
-			i++;
-		if (i == RA_BUFS)
-			return true;
-		bufs_free(r); /* no device memory: stage in host memory */
-	}
 	if (r->refused || !ods_pinned_reserve(RA_BUFS * n)) {
 		r->refused = true;
 		return false;
@@ -295,7 +262,7 @@ static bool same_file(const struct stat *a, const struct stat *b)
 /* Start reading [r->ahead, +len) into the next free slot, behind whatever
  * is queued; false when it may not (a library write of the file running,
  * the file changed too recently, past its end, no memory). Lock held. */
-static bool start(struct ods_handle *h, struct ra *r, size_t len, const struct ods_io *caller)
+static bool start(struct ods_handle *h, struct ra *r, size_t len)
 {
 	unsigned b = bucket(h);
 	if (r->npending >= RA_DEPTH || atomic_load(&wb[b].running))
@@ -309,7 +276,7 @@ static bool start(struct ods_handle *h, struct ra *r, size_t len, const struct o
 	long long n = ts_ns(&now);
 	if (n - ts_ns(&st.st_mtim) < RA_QUIET_NS || n - ts_ns(&st.st_ctim) < RA_QUIET_NS)
 		return false; /* changed too recently to tell a later change by its times */
-	if (r->npending == 0 && !bufs_get(r, len, caller))
+	if (r->npending == 0 && !bufs_get(r, len))
 		return false;
 	if (len > r->cap)
 		return false;
@@ -329,8 +296,7 @@ static bool start(struct ods_handle *h, struct ra *r, size_t len, const struct o
 	io->size = len;
 	io->off = off;
 	io->opcode = OPENDS_READ;
-	io->mem = r->on_dev ? ODS_MEM_DEVICE : ODS_MEM_HOST;
-	io->dev = r->on_dev ? (uint16_t)r->dev : 0;
+	io->mem = ODS_MEM_HOST;
 	io->done = ra_io_done;
 	io->owner = x;
 	ods_io_submit(io, false);
@@ -353,8 +319,8 @@ static ssize_t usable(struct ods_handle *h, struct ra *r, const struct ods_io *i
 	if (!r->npending)
 		return -1;
 	struct slot *x = &r->sl[r->head];
-	if (x->off != io->off || io->size > x->len || (r->on_dev && io->dev != r->dev)) {
-		drain(r); /* not the pattern it was read for (or another device's) */
+	if (x->off != io->off || io->size > x->len) {
+		drain(r); /* not the pattern it was read for */
 		return -1;
 	}
 	slot_wait(x);
@@ -385,10 +351,9 @@ ssize_t ods_ra_take(struct ods_io *io)
 	if (n >= 0) {
 		/* the ranges after it are read while this one is copied */
 		if (io->size == x->len && n == (ssize_t)io->size)
-			while (start(h, r, io->size, io))
+			while (start(h, r, io->size))
 				;
-		const struct ods_accel *a = ods_drv.accel;
-		int rc = !n ? 0 : r->on_dev ? a->dev_copy(io->buf, x->buf, (size_t)n) : a->copy_to_device(io->buf, x->buf, (size_t)n);
+		int rc = n ? ods_drv.accel->copy_to_device(io->buf, x->buf, (size_t)n) : 0;
 		r->next = io->off + (off_t)n;
 		r->last = io->size;
 		r->streak++;
@@ -419,7 +384,7 @@ void ods_ra_behind(struct ods_io *io)
 	if (atomic_exchange_explicit(&r->want, false, memory_order_relaxed) && r->npending == 0 &&
 	    r->next == io->off + (off_t)io->size) {
 		r->ahead = r->next;
-		while (start(io->fh, r, io->size, io))
+		while (start(io->fh, r, io->size))
 			;
 	}
 	pthread_mutex_unlock(&r->lock);

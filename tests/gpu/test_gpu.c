@@ -10,8 +10,8 @@
  * the bytes around the target checked unchanged; writes from device
  * memory checked with pread; async and batch reads; stream reads followed
  * on the same stream, without a host sync, by a device-to-host copy that
- * must see the new bytes; read-ahead of sequential calls (served from
- * staging in device memory, byte-exact); deferred evaluation (a host function enqueued
+ * must see the new bytes; read-ahead of sequential calls (served from it,
+ * byte-exact); deferred evaluation (a host function enqueued
  * before the read sets *size); 64 streams with reads in flight at once
  * (more than the hardware queues); and the context rule: another context
  * current is no error (the buffer's context serves it), a stream of another
@@ -63,9 +63,9 @@ static void rd_dev(opends_handle_t fh, bool direct, uint64_t off, size_t size, s
 }
 
 /* Read-ahead (src/core/stage_ra.c): sequential 2 MiB calls into device
- * memory are served from staging on the device after the first two (uring;
- * none elsewhere), byte-exact with the bytes around each target unchanged,
- * the last call short at EOF. */
+ * memory are served from it after the first two (uring; none elsewhere),
+ * byte-exact with the bytes around each target unchanged, the last call
+ * short at EOF. */
 static void read_ahead(const char *path)
 {
 	t_phase = "read-ahead into device memory";

@@ -412,12 +412,9 @@ static const struct ods_accel_mem cuda_mem = {
  * very operation, and a copy queued behind the wait would never run.
  * SYNC_STREAMS streams per device, each used by one copy at a time. */
 
-enum { TO_DEV, TO_HOST, ON_DEV };
-
-static int sync_copy(void *dst, const void *src, size_t n, int dir)
+static int sync_copy(void *dst, const void *src, size_t n, bool to_dev)
 {
 	static atomic_uint rr;
-	bool to_dev = dir != TO_HOST;
 	int pl = place_of_ptr(to_dev ? dst : src);
 	struct place *p = pl < 0 ? NULL : ods_cu_place((unsigned)pl);
 	if (!p) {
@@ -436,55 +433,24 @@ static int sync_copy(void *dst, const void *src, size_t n, int dir)
 	CUresult r = CUDA_SUCCESS;
 	if (!p->sync_stream[i])
 		r = ods_cu.cuStreamCreate(&p->sync_stream[i], CU_STREAM_NON_BLOCKING);
-	if (r == CUDA_SUCCESS && dir == ON_DEV)
-		r = ods_cu.cuMemcpyDtoDAsync((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, n,
-					     p->sync_stream[i]);
-	else if (r == CUDA_SUCCESS)
+	if (r == CUDA_SUCCESS)
 		r = to_dev ? ods_cu.cuMemcpyHtoDAsync((CUdeviceptr)(uintptr_t)dst, src, n, p->sync_stream[i])
 			   : ods_cu.cuMemcpyDtoHAsync(dst, (CUdeviceptr)(uintptr_t)src, n, p->sync_stream[i]);
 	if (r == CUDA_SUCCESS)
 		r = ods_cu.cuStreamSynchronize(p->sync_stream[i]);
 	pthread_mutex_unlock(&p->sync_lock[i]);
 	ods_cu_pop();
-	return r == CUDA_SUCCESS ? 0
-				 : ods_cu_fail(r, dir == ON_DEV ? "copy on the device" : to_dev ? "copy to device" : "copy to host");
+	return r == CUDA_SUCCESS ? 0 : ods_cu_fail(r, to_dev ? "copy to device" : "copy to host");
 }
 
 static int cuda_copy_to_device(void *dst, const void *src, size_t n)
 {
-	return sync_copy(dst, src, n, TO_DEV);
+	return sync_copy(dst, src, n, true);
 }
 
 static int cuda_copy_to_host(void *dst, const void *src, size_t n)
 {
-	return sync_copy(dst, src, n, TO_HOST);
-}
-
-static int cuda_dev_copy(void *dst, const void *src, size_t n)
-{
-	return sync_copy(dst, src, n, ON_DEV);
-}
-
-/* Device memory for the library's own staging (read-ahead), in the
- * device's primary context. */
-static void *cuda_dev_alloc(unsigned dev, size_t n)
-{
-	struct place *p = dev < (unsigned)C.ndev ? ods_cu_place(dev) : NULL;
-	if (!p || ods_cu_push(p))
-		return NULL;
-	CUdeviceptr d = 0;
-	CUresult r = ods_cu.cuMemAlloc(&d, n);
-	ods_cu_pop();
-	return r == CUDA_SUCCESS ? (void *)(uintptr_t)d : NULL;
-}
-
-static void cuda_dev_free(unsigned dev, void *ptr)
-{
-	struct place *p = ods_cu_place(dev);
-	if (!p || ods_cu_push(p))
-		return;
-	ods_cu.cuMemFree((CUdeviceptr)(uintptr_t)ptr);
-	ods_cu_pop();
+	return sync_copy(dst, src, n, false);
 }
 
 /* ---- peer copies ------------------------------------------------------------ */
@@ -750,9 +716,6 @@ const struct ods_accel ods_accel_cuda = {
 	.copy_to_host = cuda_copy_to_host,
 	.peer_copy = cuda_peer_copy,
 	.peer_wait = cuda_peer_wait,
-	.dev_alloc = cuda_dev_alloc,
-	.dev_free = cuda_dev_free,
-	.dev_copy = cuda_dev_copy,
 	.mem = &cuda_mem,
 	.lanes = &cuda_lanes,
 	.streams = &ods_cuda_streams,

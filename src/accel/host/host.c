@@ -185,29 +185,6 @@ static int hostdev_peer_wait(unsigned dst_dev)
 	return 0;
 }
 
-/* Staging memory "on" a device: device 0 owns every address outside the
- * other devices' spans, so ordinary memory is device 0's; the others have
- * none to give (callers then stage in host memory). */
-static void *hostdev_dev_alloc(unsigned dev, size_t n)
-{
-	void *p = NULL;
-	if (dev != 0 || posix_memalign(&p, 4096, n ? n : 1))
-		return NULL;
-	return p;
-}
-
-static void hostdev_dev_free(unsigned dev, void *p)
-{
-	(void)dev;
-	free(p);
-}
-
-static int hostdev_dev_copy(void *dst, const void *src, size_t n)
-{
-	memmove(dst, src, n);
-	return 0;
-}
-
 /* ---- hostdev's simulated streams ----------------------------------------- */
 
 enum { CMD_CALL, CMD_WAIT, CMD_COPY, CMD_MARK };
@@ -561,8 +538,5 @@ const struct ods_accel ods_accel_hostdev = {
 	.copy_to_host = host_copy,
 	.peer_copy = hostdev_peer_copy,
 	.peer_wait = hostdev_peer_wait,
-	.dev_alloc = hostdev_dev_alloc,
-	.dev_free = hostdev_dev_free,
-	.dev_copy = hostdev_dev_copy,
 	.streams = &hostdev_streams,
 };
