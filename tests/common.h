@@ -451,6 +451,19 @@ static inline off_t t_file_size(int fd)
 	return st.st_size;
 }
 
+/* The file behind fd (read with plain pread, not through OpenDS) must be
+ * exactly n bytes, equal to exp; what names it in a failure. */
+static inline void t_check_file_fd(int fd, const uint8_t *exp, size_t n, const char *what)
+{
+	size_t fs = (size_t)t_file_size(fd);
+	CHECKF(fs == n, "%s: file is %zu bytes, expected %zu", what, fs, n);
+	uint8_t *got = t_xmalloc(n + 1);
+	size_t r = t_pread_all(fd, got, n + 1, 0);
+	CHECKF(r == n, "%s: pread got %zu bytes, expected %zu", what, r, n);
+	VERIFY(got, exp, n, "%s: file content", what);
+	free(got);
+}
+
 /* The two standard data files of test_sync_read_prep and the sync tests. */
 #define T_PAT16_NAME "pat16.bin"
 #define T_PAT16_SIZE (64 * 4096)                /* 64 pages of pat16 = 256 KiB */

@@ -185,13 +185,8 @@ static void writes(bool direct)
 	CHECK(exp);
 	memcpy(exp + W - 1000, tail, sizeof tail);
 	int chk = t_open(path, O_RDONLY, false);
-	CHECKF((size_t)t_file_size(chk) == nsize, "file is %lld bytes, expected %zu", (long long)t_file_size(chk),
-	       nsize);
-	uint8_t *got = t_xmalloc(nsize);
-	CHECK(t_pread_all(chk, got, nsize, 0) == nsize);
-	VERIFY(got, exp, nsize, "file after async writes%s", direct ? " (O_DIRECT)" : "");
+	t_check_file_fd(chk, exp, nsize, direct ? "file after async writes (O_DIRECT)" : "file after async writes");
 	close(chk);
-	free(got);
 	free(exp);
 	unlink(path);
 }

@@ -18,14 +18,8 @@ static void check_file(const char *path, size_t size, t_patfn fn)
 {
 	int fd = open(path, O_RDONLY);
 	CHECKF(fd >= 0, "open(%s): %s", path, strerror(errno));
-	CHECKF((size_t)t_file_size(fd) == size, "%s has %lld bytes, expected %zu", path,
-	       (long long)t_file_size(fd), size);
-	uint8_t *got = t_xmalloc(size + 1);
 	uint8_t *exp = t_oracle(size, fn);
-	size_t n = t_pread_all(fd, got, size + 1, 0);
-	CHECKF(n == size, "%s: read %zu bytes, expected %zu", path, n, size);
-	VERIFY(got, exp, size, "%s content", path);
-	free(got);
+	t_check_file_fd(fd, exp, size, path);
 	free(exp);
 	close(fd);
 }

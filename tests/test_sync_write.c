@@ -23,7 +23,6 @@ static size_t osize;       /* expected file size */
 static size_t ocap;
 static uint8_t *src;       /* data to write */
 static size_t src_len;
-static uint8_t *readback;
 static uint64_t gseed = 1;
 
 static void oracle_write(uint64_t off, const uint8_t *p, size_t n)
@@ -47,13 +46,9 @@ static void oracle_write(uint64_t off, const uint8_t *p, size_t n)
 /* Compare the whole file (size and bytes) with the oracle. */
 static void check_file(const char *what)
 {
-	size_t fs = (size_t)t_file_size(fd_check);
-	CHECKF(fs == osize, "%s: file is %zu bytes, expected %zu", what, fs, osize);
-	readback = realloc(readback, osize + 1);
-	CHECK(readback);
-	size_t n = t_pread_all(fd_check, readback, osize + 1, 0);
-	CHECKF(n == osize, "%s: pread got %zu bytes, expected %zu", what, n, osize);
-	VERIFY(readback, oracle, osize, "%s%s: file content", what, direct ? " (O_DIRECT)" : "");
+	char w[200];
+	snprintf(w, sizeof(w), "%s%s", what, direct ? " (O_DIRECT)" : "");
+	t_check_file_fd(fd_check, oracle, osize, w);
 }
 
 /* Write size bytes from src + shift + boff at off: fresh data each time. */
@@ -392,6 +387,5 @@ int main(int argc, char **argv)
 	OK(opends_driver_close());
 	free(src);
 	free(oracle);
-	free(readback);
 	return 0;
 }

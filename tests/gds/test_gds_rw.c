@@ -171,12 +171,9 @@ static void write_shapes(const char *path, bool direct)
 	/* check through an fd of our own, without O_DIRECT */
 	int rfd = open(path, O_RDONLY);
 	CHECK(rfd >= 0);
-	CHECKF(t_file_size(rfd) == (off_t)fend, "file size %lld, expected %zu", (long long)t_file_size(rfd), fend);
-	uint8_t *back = t_xmalloc(fend);
-	CHECK(t_pread_all(rfd, back, fend, 0) == fend);
-	VERIFY(back, wor, fend, "file content after device-memory writes%s", direct ? " (O_DIRECT)" : "");
+	t_check_file_fd(rfd, wor, fend,
+			direct ? "file after device-memory writes (O_DIRECT)" : "file after device-memory writes");
 	close(rfd);
-	free(back);
 	free(src);
 	free(wor);
 	OK(opends_handle_deregister(fh));
