@@ -164,26 +164,21 @@ static void budget(const char *path)
 int main(int argc, char **argv)
 {
 	const char *mode = t_args(argc, argv);
-	bool nc = mode && !strcmp(mode, "nocall");
-	if (mode && !strcmp(mode, "budget")) {
-		t_watchdog(120);
-		char bpath[PATH_MAX];
-		t_path(bpath, sizeof bpath, "order_budget.bin");
-		t_write_pattern_file(bpath, F, hashpat);
-		oracle = t_oracle(F, hashpat);
+	bool nc = mode && !strcmp(mode, "nocall"), bud = mode && !strcmp(mode, "budget");
+	t_watchdog(bud ? 120 : 280);
+	char path[PATH_MAX];
+	t_path(path, sizeof path, bud ? "order_budget.bin" : "order.bin");
+	t_write_pattern_file(path, F, hashpat);
+	oracle = t_oracle(F, hashpat);
+	if (bud) {
 		setenv("OPENDS_HOSTDEV_NO_CALLS", "1", 1);
 		setenv("OPENDS_MAX_PINNED", "1m", 1);
 		setenv("OPENDS_BACKEND", "ref", 1);
-		budget(bpath);
+		budget(path);
 		free(oracle);
 		printf("stream order (budget): OK\n");
 		return 0;
 	}
-	t_watchdog(280);
-	char path[PATH_MAX];
-	t_path(path, sizeof path, "order.bin");
-	t_write_pattern_file(path, F, hashpat);
-	oracle = t_oracle(F, hashpat);
 
 	/* hostdev's streams take at most 16 commands queued, as a CUDA stream
 	 * blocks the caller when its queue is full: an operation of more
