@@ -301,6 +301,12 @@ static CUresult in_stream_ctx(void *stream, CUresult (*fn)(CUstream))
  * does; sticky errors come back from the record, query or synchronize. */
 static CUresult sync_fn(CUstream s)
 {
+	/* A stream with nothing left to run (the common case: a slot's stream
+	 * synced before reuse) needs no event: cuStreamQuery says so, or
+	 * returns the stream's sticky error, as the event path would. */
+	CUresult q = ods_cu.cuStreamQuery(s);
+	if (q != CUDA_ERROR_NOT_READY)
+		return q;
 	CUevent ev = NULL;
 	CUresult r = ods_cu.cuEventCreate(&ev, CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING);
 	if (r != CUDA_SUCCESS)
