@@ -75,17 +75,9 @@ int main(int argc, char **argv)
 	opends_batch_t b;
 	OK(opends_batch_setup(&b, N));
 	opends_io_params_t p[N];
-	memset(p, 0, sizeof(p));
-	for (unsigned i = 0; i < N; i++) {
-		p[i].mode = OPENDS_BATCH;
-		p[i].opcode = OPENDS_READ;
-		p[i].fh = fh;
-		p[i].cookie = (void *)(uintptr_t)i;
-		p[i].u.batch.buf_base = mem;
-		p[i].u.batch.buf_offset = (off_t)(i * PIECE);
-		p[i].u.batch.file_offset = (off_t)((2 * i + 1) * PIECE);
-		p[i].u.batch.size = PIECE;
-	}
+	for (unsigned i = 0; i < N; i++)
+		p[i] = t_batch_entry(fh, OPENDS_READ, mem, PIECE, (off_t)((2 * i + 1) * PIECE), (off_t)(i * PIECE),
+				     (void *)(uintptr_t)i);
 	memset(mem, T_CANARY, N * PIECE);
 	unsigned long s0 = submits();
 	OK(opends_batch_submit(b, N, p, 0));
