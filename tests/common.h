@@ -571,4 +571,20 @@ static inline opends_io_params_t t_batch_entry(opends_handle_t fh, int opcode, v
 	return p;
 }
 
+/* get_status until total events have come (each at most once); fails when
+ * secs pass without all of them. ev must have room for total. */
+static inline void t_batch_collect(opends_batch_t b, unsigned total, opends_io_events_t *ev, double secs)
+{
+	unsigned got = 0;
+	double t0 = t_now();
+	while (got < total) {
+		CHECKF(t_now() - t0 < secs, "only %u of %u completions after %.0f s", got, total, secs);
+		unsigned nr = total - got;
+		struct timespec ts = { 5, 0 };
+		OK(opends_batch_get_status(b, 1, &nr, ev + got, &ts));
+		CHECKF(nr <= total - got, "get_status delivered %u with room for %u", nr, total - got);
+		got += nr;
+	}
+}
+
 #endif

@@ -45,16 +45,7 @@ static opends_io_params_t P(opends_opcode_t op, opends_handle_t fh, void *buf, o
  * after 60 s. events must have room for total. */
 static void collect(opends_batch_t b, unsigned total, opends_io_events_t *ev)
 {
-	unsigned got = 0;
-	double t0 = t_now();
-	while (got < total) {
-		CHECKF(t_now() - t0 < 60, "only %u of %u completions after 60 s", got, total);
-		unsigned nr = total - got;
-		struct timespec ts = { 5, 0 };
-		OK(opends_batch_get_status(b, 1, &nr, ev + got, &ts));
-		CHECKF(nr <= total - got, "get_status delivered %u with room for %u", nr, total - got);
-		got += nr;
-	}
+	t_batch_collect(b, total, ev, 60);
 	/* and nothing more: a zero timeout returns at once with none */
 	unsigned nr = 8;
 	opends_io_events_t extra[8];

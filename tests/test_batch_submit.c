@@ -82,14 +82,7 @@ int main(int argc, char **argv)
 	unsigned long s0 = submits();
 	OK(opends_batch_submit(b, N, p, 0));
 	opends_io_events_t ev[N];
-	unsigned got = 0;
-	while (got < N) {
-		unsigned nr = N - got;
-		struct timespec ts = { 30, 0 };
-		OK(opends_batch_get_status(b, 1, &nr, ev + got, &ts));
-		CHECKF(nr > 0, "no completion within 30 s (%u of %u)", got, N);
-		got += nr;
-	}
+	t_batch_collect(b, N, ev, 30);
 	unsigned long batch_calls = submits() - s0;
 	for (unsigned i = 0; i < N; i++)
 		CHECKF(ev[i].status == OPENDS_COMPLETE && ev[i].ret == (ssize_t)PIECE, "event %u: status %d ret %zd", i,

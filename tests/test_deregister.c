@@ -49,14 +49,8 @@ static void round_batch(const char *path, const uint8_t *oracle, uint8_t *mem)
 	OK(opends_batch_submit(b, N, p, 0));
 	OK(opends_handle_deregister(fh));
 	close(fd);
-	unsigned nr = N;
 	opends_io_events_t ev[N];
-	unsigned got = 0;
-	while (got < N) {
-		nr = N - got;
-		OK(opends_batch_get_status(b, 1, &nr, ev + got, NULL));
-		got += nr;
-	}
+	t_batch_collect(b, N, ev, 60);
 	for (unsigned i = 0; i < N; i++)
 		CHECKF(ev[i].status == OPENDS_COMPLETE && ev[i].ret == (ssize_t)SZ, "batch entry %u: status %d ret %zd", i,
 		       (int)ev[i].status, ev[i].ret);

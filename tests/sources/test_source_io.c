@@ -160,14 +160,7 @@ static void concurrent(enum fake_mode mode)
 	OK(opends_batch_setup(&b, B));
 	OK(opends_batch_submit(b, B, p, 0));
 	opends_io_events_t ev[B];
-	unsigned got = 0;
-	while (got < B) {
-		unsigned nr = B - got;
-		struct timespec ts = { 60, 0 };
-		OK(opends_batch_get_status(b, 1, &nr, ev + got, &ts));
-		CHECKF(nr > 0, "no batch progress in 60 s");
-		got += nr;
-	}
+	t_batch_collect(b, B, ev, 60);
 	for (int k = 0; k < B; k++) {
 		int i = (int)(uintptr_t)ev[k].cookie - 1;
 		CHECKF(ev[k].status == OPENDS_COMPLETE && ev[k].ret == (ssize_t)len, "entry %d: status 0x%x ret %zd", i,
