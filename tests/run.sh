@@ -26,11 +26,19 @@ fi
 ninja -C "$builddir" || { echo "0 passed, 1 failed"; exit 1; }
 
 meson test -C "$builddir" --print-errorlogs --num-processes 2
+meson_rc=$?
+# A line that does not parse (a log cut short when meson was stopped)
+# counts as a failure: the summary must never read "0 failed" over a run
+# that did not finish.
 counts=$(python3 - "$builddir/meson-logs/testlog.json" <<'PY'
 import json, sys
 p = f = s = 0
 for line in open(sys.argv[1]):
-    r = json.loads(line).get("result")
+    try:
+        r = json.loads(line).get("result")
+    except ValueError:
+        f += 1
+        continue
     if r in ("OK", "EXPECTEDFAIL"):
         p += 1
     elif r == "SKIP":
@@ -41,6 +49,9 @@ print(p, f, s)
 PY
 )
 read -r passed failed skipped <<<"$counts"
+[ -n "$failed" ] || { passed=0; failed=1; skipped=0; echo "tests/run.sh: meson's test log could not be read" >&2; }
+# meson failed without a failing test in its log (stopped, or a setup error)
+[ "$meson_rc" -eq 0 ] || [ "$failed" -gt 0 ] || failed=1
 
 # Python tests, when the package and pytest are there.
 if [ -d python/tests ]; then
