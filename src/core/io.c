@@ -92,11 +92,18 @@ ssize_t ods_io_prepare(struct ods_io *io, int opcode, opends_handle_t fh, const 
 
 atomic_long ods_inflight;
 
-void ods_io_submit(struct ods_io *io, bool may_block)
+/* What ods_io_complete takes back: every io counts in ods_inflight, one
+ * that is not synchronous in its handle's too (deregister waits on it). */
+static void count_in(struct ods_io *io)
 {
 	atomic_fetch_add_explicit(&ods_inflight, 1, memory_order_relaxed);
 	if (!io->sync)
 		atomic_fetch_add_explicit(&io->fh->inflight, 1, memory_order_relaxed);
+}
+
+void ods_io_submit(struct ods_io *io, bool may_block)
+{
+	count_in(io);
 	if (io->fh->src)
 		ods_source_submit(io, may_block);
 	else if (ods_drv.be->submit)
@@ -112,9 +119,8 @@ void ods_io_submit_many(struct ods_io *const *ios, unsigned n)
 			ods_io_submit(ios[i], true);
 		return;
 	}
-	atomic_fetch_add_explicit(&ods_inflight, (long)n, memory_order_relaxed);
 	for (unsigned i = 0; i < n; i++)
-		atomic_fetch_add_explicit(&ios[i]->fh->inflight, 1, memory_order_relaxed);
+		count_in(ios[i]);
 	ods_drv.be->submit_many(ios, n);
 }
 
