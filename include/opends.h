@@ -269,6 +269,52 @@ OPENDS_API const char *opends_last_error_detail(void);
 OPENDS_API opends_error_t opends_driver_open(void);
 
 /*
+ * Open the library with settings given by the program: each names one of
+ * the variables above (OPENDS_BACKEND, OPENDS_IO_KWORKERS, ...) and gives
+ * its value as the environment would, through the same validation. Use it
+ * instead of setenv() before opends_driver_open: setenv is not thread-safe
+ * (another thread's getenv may crash) and reaches child processes.
+ * Precedence, for each variable: a setting here, else the environment,
+ * else the default. The settings and their strings are read during the
+ * call only. opends_driver_open() is opends_driver_open_with(NULL, 0).
+ *
+ * Errors, all before anything is opened (the detail names the setting by
+ * its index and variable):
+ *   OPENDS_DRIVER_ALREADY_OPEN  the driver is open (checked first);
+ *   OPENDS_INVALID_VALUE        settings NULL with n > 0; a name that is
+ *       NULL or not a variable above; a variable given twice; a value that
+ *       is NULL, empty or invalid for it (what it accepts is in the
+ *       detail); OPENDS_CUFILE_LIBRARY or OPENDS_RADOS_LIBRARY, which are
+ *       read from the environment only (where those libraries load);
+ *   otherwise those of opends_driver_open (an invalid value in the
+ *   environment, for a variable not given here, is
+ *   OPENDS_DRIVER_INVALID_PROPS as there).
+ */
+typedef struct opends_setting {
+	const char *name;  /* "OPENDS_IO_THREADS", ... */
+	const char *value; /* "8", ...                 */
+} opends_setting_t;
+
+OPENDS_API opends_error_t opends_driver_open_with(const opends_setting_t *settings, size_t n);
+
+/* Where a variable's value in effect came from. */
+typedef enum opends_setting_source {
+	OPENDS_SETTING_DEFAULT = 0,     /* neither: the library's default */
+	OPENDS_SETTING_ENVIRONMENT = 1, /* the environment at the open    */
+	OPENDS_SETTING_EXPLICIT = 2,    /* opends_driver_open_with        */
+} opends_setting_source_t;
+
+/*
+ * The value in effect for one variable of the open driver, as given
+ * (value "" for a default), and where it came from (source may be NULL).
+ * Errors: OPENDS_DRIVER_NOT_INITIALIZED (closed), OPENDS_INVALID_VALUE
+ * (name, value NULL, len 0, name not a variable above, or len too small
+ * for the value and its NUL: nothing written).
+ */
+OPENDS_API opends_error_t opends_driver_get_setting(const char *name, char *value, size_t len,
+						     opends_setting_source_t *source);
+
+/*
  * Close the library, waiting for I/O still in flight. Handles, buffers,
  * streams and batches still registered are released.
  * Errors: OPENDS_DRIVER_NOT_INITIALIZED when not open.

@@ -1,13 +1,19 @@
-/* Configuration from the environment, read and validated at every driver
- * open. Each variable is a row of one table: its name, what it accepts (for
- * the error detail) and its parser. A bad value fails the open with
- * OPENDS_DRIVER_INVALID_PROPS whichever backend would have used it. */
+/* Configuration, read and validated at every driver open: settings the
+ * caller gives opends_driver_open_with, then the environment, then the
+ * defaults (the first that gives a variable wins). Each variable is a row
+ * of one table: its name, what it accepts (for the error detail) and its
+ * parser; both sources go through it. A bad value fails the open whichever
+ * backend would have used it: OPENDS_INVALID_VALUE for an explicit setting
+ * (an argument of the call), OPENDS_DRIVER_INVALID_PROPS for the
+ * environment. What each variable came to is kept for
+ * opends_driver_get_setting. */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ods.h"
+#include "opends.h"
 
 /* Backend names known to the project, built here or not: naming one that
  * was not built is a platform problem, naming anything else a typo. */
@@ -187,10 +193,14 @@ static bool p_cufile_lib(struct ods_config *c, const char *s)
 	return strlen(s) < 4096;
 }
 
+/* env_only: read from the environment where the library is loaded (gds,
+ * rados sources), not at the open, so an explicit setting could not reach
+ * it: refused rather than ignored. */
 static const struct {
 	const char *name;
 	const char *accepts;
 	bool (*parse)(struct ods_config *c, const char *s);
+	bool env_only;
 } vars[] = {
 	{ "OPENDS_BACKEND", "auto, ref, uring or gds", p_backend },
 	{ "OPENDS_ACCEL", "auto, cuda, host or hostdev", p_accel },
@@ -206,10 +216,19 @@ static const struct {
 	{ "OPENDS_IDLE_SPIN", "microseconds from 0 to 1000000, or busy", p_spin },
 	{ "OPENDS_ASSUME_ALIGNED_ONLY", "0 or 1", p_aligned },
 	{ "OPENDS_CUFILE_LIBRARY", "a path to NVIDIA's libcufile.so.0, or a file name the loader searches (under 4096 characters)",
-	  p_cufile_lib },
+	  p_cufile_lib, true },
 	{ "OPENDS_RADOS_LIBRARY", "a path to librados.so.2, or a file name the loader searches (under 4096 characters)",
-	  p_cufile_lib },
+	  p_cufile_lib, true },
 };
+
+#define NVARS (sizeof(vars) / sizeof(*vars))
+
+/* What each variable came to at the last load: its value (NULL: default)
+ * and where it came from. Read by opends_driver_get_setting while the
+ * driver is open; a load happens only while it is closed (open checks
+ * that first), so readers never see one in progress. */
+static char *eff_val[NVARS];
+static opends_setting_source_t eff_src[NVARS];
 
 static void defaults(struct ods_config *c)
 {
@@ -219,28 +238,124 @@ static void defaults(struct ods_config *c)
 	c->idle_spin_us = -2;
 }
 
+static int var_index(const char *name)
+{
+	for (size_t i = 0; i < NVARS; i++)
+		if (!strcmp(vars[i].name, name))
+			return (int)i;
+	return -1;
+}
+
 int ods_config_parse(struct ods_config *cfg, const char *name, const char *value)
 {
-	for (size_t i = 0; i < sizeof(vars) / sizeof(*vars); i++) {
-		if (strcmp(vars[i].name, name))
-			continue;
+	int i = var_index(name);
+	if (i < 0)
+		return ods_fail(OPENDS_DRIVER_INVALID_PROPS, "%s is not a configuration variable", name);
+	if (!value || !*value)
+		return 0; /* empty = unset */
+	if (!vars[i].parse(cfg, value))
+		return ods_fail(OPENDS_DRIVER_INVALID_PROPS, "%s=\"%.64s\" is invalid: it accepts %s", name, value,
+				vars[i].accepts);
+	return 0;
+}
+
+/* The caller's settings, checked as arguments: each names a variable of
+ * the table once, with a non-empty value. pos[i] is the index in settings
+ * of variable i's setting, or -1. */
+static int check_settings(const opends_setting_t *settings, size_t n, long *pos)
+{
+	for (size_t i = 0; i < NVARS; i++)
+		pos[i] = -1;
+	if (n && !settings)
+		return ods_fail(OPENDS_INVALID_VALUE, "opends_driver_open_with: settings is NULL and n is %zu", n);
+	for (size_t k = 0; k < n; k++) {
+		const char *name = settings[k].name, *value = settings[k].value;
+		if (!name)
+			return ods_fail(OPENDS_INVALID_VALUE, "opends_driver_open_with: settings[%zu].name is NULL", k);
+		int i = var_index(name);
+		if (i < 0)
+			return ods_fail(OPENDS_INVALID_VALUE,
+					"opends_driver_open_with: settings[%zu]: %.64s is not a configuration variable", k,
+					name);
+		if (vars[i].env_only)
+			return ods_fail(OPENDS_INVALID_VALUE,
+					"opends_driver_open_with: settings[%zu]: %s is read from the environment only "
+					"(where the library it names is loaded)",
+					k, name);
+		if (pos[i] >= 0)
+			return ods_fail(OPENDS_INVALID_VALUE,
+					"opends_driver_open_with: settings[%zu]: %s is given twice (also settings[%ld])", k,
+					name, pos[i]);
 		if (!value || !*value)
-			return 0; /* empty = unset */
-		if (!vars[i].parse(cfg, value))
-			return ods_fail(OPENDS_DRIVER_INVALID_PROPS, "%s=\"%.64s\" is invalid: it accepts %s",
-					name, value, vars[i].accepts);
-		return 0;
+			return ods_fail(OPENDS_INVALID_VALUE, "opends_driver_open_with: settings[%zu]: %s has %s value", k,
+					name, value ? "an empty" : "a NULL");
+		pos[i] = (long)k;
 	}
-	return ods_fail(OPENDS_DRIVER_INVALID_PROPS, "%s is not a configuration variable", name);
+	return 0;
+}
+
+int ods_config_load_with(struct ods_config *cfg, const opends_setting_t *settings, size_t n)
+{
+	long pos[NVARS];
+	const char *val[NVARS];
+	opends_setting_source_t src[NVARS];
+	int rc = check_settings(settings, n, pos);
+	if (rc)
+		return rc;
+	defaults(cfg);
+	for (size_t i = 0; i < NVARS; i++) {
+		if (pos[i] >= 0) {
+			val[i] = settings[pos[i]].value;
+			src[i] = OPENDS_SETTING_EXPLICIT;
+			if (!vars[i].parse(cfg, val[i]))
+				return ods_fail(OPENDS_INVALID_VALUE,
+						"opends_driver_open_with: settings[%ld]: %s=\"%.64s\" is invalid: it "
+						"accepts %s",
+						pos[i], vars[i].name, val[i], vars[i].accepts);
+			continue;
+		}
+		val[i] = getenv(vars[i].name);
+		src[i] = val[i] && *val[i] ? OPENDS_SETTING_ENVIRONMENT : OPENDS_SETTING_DEFAULT;
+		if ((rc = ods_config_parse(cfg, vars[i].name, val[i])))
+			return rc;
+	}
+	for (size_t i = 0; i < NVARS; i++) {
+		free(eff_val[i]);
+		eff_val[i] = src[i] == OPENDS_SETTING_DEFAULT ? NULL : strdup(val[i]);
+		eff_src[i] = eff_val[i] ? src[i] : OPENDS_SETTING_DEFAULT;
+	}
+	return 0;
 }
 
 int ods_config_load(struct ods_config *cfg)
 {
-	defaults(cfg);
-	for (size_t i = 0; i < sizeof(vars) / sizeof(*vars); i++) {
-		int rc = ods_config_parse(cfg, vars[i].name, getenv(vars[i].name));
-		if (rc)
-			return rc;
-	}
-	return 0;
+	return ods_config_load_with(cfg, NULL, 0);
+}
+
+OPENDS_API opends_error_t opends_driver_get_setting(const char *name, char *value, size_t len,
+						     opends_setting_source_t *source)
+{
+	if (!ods_is_open())
+		return ods_err(ods_fail(OPENDS_DRIVER_NOT_INITIALIZED,
+					"opends_driver_get_setting: the driver is not open"),
+			       0);
+	if (!name || !value || !len)
+		return ods_err(ods_fail(OPENDS_INVALID_VALUE, "opends_driver_get_setting: %s",
+					!name ? "name is NULL" : "value is NULL or len is 0"),
+			       0);
+	int i = var_index(name);
+	if (i < 0)
+		return ods_err(ods_fail(OPENDS_INVALID_VALUE, "opends_driver_get_setting: %.64s is not a configuration "
+					"variable", name),
+			       0);
+	const char *v = eff_val[i] ? eff_val[i] : "";
+	if (strlen(v) >= len)
+		return ods_err(ods_fail(OPENDS_INVALID_VALUE,
+					"opends_driver_get_setting: %s's value needs %zu bytes, len is %zu", name,
+					strlen(v) + 1, len),
+			       0);
+	memcpy(value, v, strlen(v) + 1);
+	if (source)
+		*source = eff_src[i];
+	return ods_ok();
 }

@@ -101,12 +101,17 @@ static void atfork_install(void)
 
 OPENDS_API opends_error_t opends_driver_open(void)
 {
+	return opends_driver_open_with(NULL, 0);
+}
+
+OPENDS_API opends_error_t opends_driver_open_with(const opends_setting_t *settings, size_t n)
+{
 	pthread_once(&atfork_once, atfork_install);
 	if (ods_is_open())
 		return ods_err(ods_fail(OPENDS_DRIVER_ALREADY_OPEN, "opends_driver_open: the driver is already open"),
 			       0);
 	struct ods_driver d = { 0 };
-	int rc = ods_config_load(&d.cfg);
+	int rc = ods_config_load_with(&d.cfg, settings, n);
 	if (rc)
 		return ods_err(rc, 0);
 	if ((rc = choose_accel(&d.cfg, &d.accel)))

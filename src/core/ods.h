@@ -98,6 +98,8 @@ static inline opends_error_t ods_ok(void)
 /* Read and validate every OPENDS_* variable. 0 or an OPENDS_* code with the
  * detail set. */
 int ods_config_load(struct ods_config *cfg);
+/* the same with the caller's settings first (opends_driver_open_with) */
+int ods_config_load_with(struct ods_config *cfg, const opends_setting_t *settings, size_t n);
 /* Parse one value; exposed for the fuzzers and tests. */
 int ods_config_parse(struct ods_config *cfg, const char *name, const char *value);
 
