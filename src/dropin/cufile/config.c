@@ -88,33 +88,19 @@ static void defaults_locked(void)
  * cuFileRead calls from 8 threads, ratio to the pinned copy ceiling:
  * 0.85 at 1, 0.81 at 2, 0.79 at 3, 0.76 at 4 (tests/dropin/gpu-bench.sh
  * at 9761314; docs/cufile-dropin.md). The library keeps CPUs / workers:
- * two GPUs read at once want the extra copying threads. Set for the open
- * only (an empty value counts as unset, as OpenDS reads it), then the
- * environment is put back, so the program and its children see theirs. */
+ * two GPUs read at once want the extra copying threads. Given to
+ * opends_driver_open_with, never put into the environment: the program's
+ * threads may be reading it, and its children must not inherit ours. */
 static const struct {
 	const char *var, *val;
-} dropin_env[] = {
+} dropin_default[] = {
 	{ "OPENDS_IO_KWORKERS", "1" },
 };
-/* what the open found: 0 a value of the program's (kept), 1 none, 2 empty */
-static unsigned char dropin_env_had[sizeof(dropin_env) / sizeof(*dropin_env)];
 
-/* After the open (cfd_lock held): the environment as the program left it. */
-void cfd_config_unapply_locked(void)
+size_t cfd_config_settings_locked(opends_setting_t *out, char (*buf)[32])
 {
-	for (size_t i = 0; i < sizeof(dropin_env) / sizeof(*dropin_env); i++) {
-		if (dropin_env_had[i] == 1)
-			unsetenv(dropin_env[i].var);
-		else if (dropin_env_had[i] == 2)
-			setenv(dropin_env[i].var, "", 1);
-		dropin_env_had[i] = 0;
-	}
-}
-
-/* Hand the values set through the API that OpenDS has a variable for, and
- * the drop-in's own defaults, to the coming opends_driver_open. */
-void cfd_config_apply_locked(void)
-{
+	/* The values set through the API that OpenDS has a variable for:
+	 * they beat the environment, as they always did. */
 	static const struct {
 		int param;
 		const char *var;
@@ -124,20 +110,30 @@ void cfd_config_apply_locked(void)
 		{ CUFILE_PARAM_EXECUTION_MAX_IO_THREADS, "OPENDS_IO_THREADS", 1 },
 		{ CUFILE_PARAM_EXECUTION_MAX_IO_QUEUE_DEPTH, "OPENDS_QUEUE_DEPTH", 1 },
 	};
+	_Static_assert(sizeof(map) / sizeof(*map) + sizeof(dropin_default) / sizeof(*dropin_default) <=
+			       CFD_SETTINGS_MAX,
+		       "CFD_SETTINGS_MAX");
+	size_t n = 0;
 	defaults_locked();
 	for (size_t i = 0; i < sizeof(map) / sizeof(*map); i++) {
 		if (!size_set[map[i].param])
 			continue;
-		char v[32];
-		snprintf(v, sizeof(v), "%zu", size_val[map[i].param] * map[i].mult);
-		setenv(map[i].var, v, 1);
+		snprintf(buf[n], sizeof(buf[n]), "%zu", size_val[map[i].param] * map[i].mult);
+		out[n].name = map[i].var;
+		out[n].value = buf[n];
+		n++;
 	}
-	for (size_t i = 0; i < sizeof(dropin_env) / sizeof(*dropin_env); i++) {
-		const char *cur = getenv(dropin_env[i].var);
-		dropin_env_had[i] = 0;
-		if ((!cur || !*cur) && setenv(dropin_env[i].var, dropin_env[i].val, 1) == 0)
-			dropin_env_had[i] = cur ? 2 : 1;
+	/* The drop-in's own defaults give way to the program's environment
+	 * (an empty value counts as unset, as OpenDS reads it). */
+	for (size_t i = 0; i < sizeof(dropin_default) / sizeof(*dropin_default); i++) {
+		const char *cur = getenv(dropin_default[i].var);
+		if (cur && *cur)
+			continue;
+		out[n].name = dropin_default[i].var;
+		out[n].value = dropin_default[i].val;
+		n++;
 	}
+	return n;
 }
 
 static unsigned clamp_uint(size_t v)

@@ -173,9 +173,10 @@ static CUfileError_t open_locked(void)
 {
 	if (atomic_load(&cfd_is_open))
 		return cfd_st(CU_FILE_SUCCESS, 0);
-	cfd_config_apply_locked();
-	opends_error_t e = opends_driver_open();
-	cfd_config_unapply_locked();
+	opends_setting_t set[CFD_SETTINGS_MAX];
+	char val[CFD_SETTINGS_MAX][32];
+	size_t n = cfd_config_settings_locked(set, val);
+	opends_error_t e = opends_driver_open_with(set, n);
 	if (e.err == OPENDS_DRIVER_ALREADY_OPEN) {
 		/* the program opened OpenDS itself; share it, never close it */
 		we_opened = false;

@@ -36,11 +36,12 @@ static inline CUfileError_t cfd_from_ods(opends_error_t e)
 /* Open OpenDS if it is not (cuFile opens itself on first use). */
 CUfileError_t cfd_ensure_open(void);
 
-/* config.c: before OpenDS opens, hand it the values set through the API
- * that it has a variable for (under cfd_lock). */
-void cfd_config_apply_locked(void);
-/* config.c: after that open, take the drop-in's own defaults out of the
- * environment again (under cfd_lock). */
-void cfd_config_unapply_locked(void);
+/* config.c: the settings to open OpenDS with (opends_driver_open_with):
+ * the values set through the API that it has a variable for, and the
+ * drop-in's own defaults where the environment gives none. Writes at most
+ * CFD_SETTINGS_MAX entries to out, their values into buf; returns how
+ * many. Under cfd_lock. */
+#define CFD_SETTINGS_MAX 8
+size_t cfd_config_settings_locked(opends_setting_t *out, char (*buf)[32]);
 
 #endif
