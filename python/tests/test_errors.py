@@ -1,6 +1,8 @@
-"""The error codes Python knows are the library's one list: opends.h's
-OPENDS_ERROR_LIST and OPENDS_ERRNO_MAX, as the loaded library names them."""
+"""The error codes Python knows are the library's one list: OPENDS_ERROR_LIST
+and OPENDS_ERRNO_MAX of the public headers (opends.h and its family headers
+under include/opends/), as the loaded library names them."""
 import errno
+import glob
 import os
 import re
 
@@ -9,14 +11,19 @@ import pytest
 import opends
 from opends import _lib
 
-HEADER = os.path.join(os.path.dirname(__file__), "..", "..", "include", "opends.h")
+INCLUDE = os.path.join(os.path.dirname(__file__), "..", "..", "include")
 
 
 def _header():
-    if not os.path.exists(HEADER):
+    """opends.h and every family header it includes, as one text."""
+    top = os.path.join(INCLUDE, "opends.h")
+    if not os.path.exists(top):
         pytest.skip("no include/opends.h beside the tests")
-    with open(HEADER) as f:
-        return f.read()
+    text = ""
+    for p in [top] + sorted(glob.glob(os.path.join(INCLUDE, "opends", "*.h"))):
+        with open(p) as f:
+            text += f.read()
+    return text
 
 
 def test_codes_match_header():
@@ -61,7 +68,7 @@ def test_configuration_variables_listed_everywhere():
     from opends.config import SETTINGS
 
     places = {
-        "include/opends.h": _src("include/opends.h"),
+        "include/opends.h and include/opends/*.h": _header(),
         "README.md": _src("README.md"),
         "tools/opends-info.c": _src("tools/opends-info.c"),
         "packaging/man/opends.3": _src("packaging/man/opends.3"),

@@ -1,7 +1,7 @@
 /*
  * Source handles inside the core (src/core/source*.c) and the built-in
- * sources (src/sources/). Not public. The public side is the "Sources"
- * section of include/opends.h.
+ * sources (src/sources/). Not public. The public side is
+ * include/opends/sources.h (part of <opends.h>).
  *
  * A source handle is a struct ods_handle with src set. Its I/O never goes
  * to a backend's fd path: ods_io_submit / ods_io_run hand it here.
