@@ -79,6 +79,13 @@ static void host_unview(uint8_t *v)
 
 static const struct late_mem dev_mem = { dev_alloc, dev_view, host_unview, dev_release };
 
+static double thread_cpu_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static double cpu_s(void)
 {
 	struct rusage ru;
@@ -175,11 +182,14 @@ static void cold_read(const char *path, size_t size, const uint8_t *want, opends
 	CUdeviceptr d = dev_canary(size);
 	struct sop a = { size, 0, 0, SENT };
 	cpu_by_thread("(before)");
-	double c0 = cpu_s(), t0 = t_now();
+	double c0 = cpu_s(), t0 = t_now(), u0 = thread_cpu_s();
 	OK(opends_stream_read(h, (void *)(uintptr_t)d, &a.size, &a.foff, &a.boff, &a.res, s));
+	double u1 = thread_cpu_s(), t1 = t_now();
 	OK(opends_stream_synchronize(s));
-	double wall = t_now() - t0, cpu = cpu_s() - c0;
+	double wall = t_now() - t0, cpu = cpu_s() - c0, u2 = thread_cpu_s();
 	cpu_by_thread(what);
+	printf("%s: caller: opends_stream_read %.3f s (%.3f CPU-s), opends_stream_synchronize %.3f s (%.3f CPU-s)\n",
+	       what, t1 - t0, u1 - u0, wall - (t1 - t0), u2 - u1);
 	CHECKF(a.res == (ssize_t)size, "%s: read gave %zd (%s)", what, a.res, t_errname(a.res));
 	uint8_t *buf = dev_fetch(d, size);
 	VERIFY(buf, want, size, "%s: data", what);
@@ -210,21 +220,30 @@ static void small_reads(opends_handle_t h, bool fixed, const char *what)
 			OK(opends_stream_register(st[i], LATE_FIXED));
 	}
 	cpu_by_thread("(before)");
-	double c0 = cpu_s(), t0 = t_now();
+	/* the calling thread's CPU inside each call, first round (the staging
+	 * pool grows) and the later ones apart */
+	double c0 = cpu_s(), t0 = t_now(), in_read[2] = { 0, 0 }, in_sync = 0;
 	for (size_t k = 0; k < N; k++) {
 		size_t j = k % NS;
+		double u0 = thread_cpu_s();
 		if (k >= NS) {
 			OK(opends_stream_synchronize(st[j]));
 			CHECKF(o[j].res == (ssize_t)SZ, "%s: read %zu gave %zd (%s)", what, k - NS, o[j].res,
 			       t_errname(o[j].res));
 		}
+		double u1 = thread_cpu_s();
 		o[j] = (struct sop){ SZ, (off_t)(k * 7919 * 4096 % (F - SZ)), (off_t)(j * SZ), SENT };
 		OK(opends_stream_read(h, (void *)(uintptr_t)d, &o[j].size, &o[j].foff, &o[j].boff, &o[j].res, st[j]));
+		in_sync += u1 - u0;
+		in_read[k >= NS] += thread_cpu_s() - u1;
 	}
 	for (int i = 0; i < NS; i++)
 		OK(opends_stream_synchronize(st[i]));
 	double wall = t_now() - t0, cpu = cpu_s() - c0;
 	cpu_by_thread(what);
+	printf("%s: caller CPU per read: opends_stream_read %.1f us (first round %.1f us), "
+	       "opends_stream_synchronize %.1f us\n",
+	       what, 1e6 * in_read[1] / (N - NS), 1e6 * in_read[0] / NS, 1e6 * in_sync / (N - NS));
 	uint8_t *buf = dev_fetch(d, (size_t)NS * SZ);
 	for (int j = 0; j < NS; j++) {
 		CHECKF(o[j].res == (ssize_t)SZ, "%s: last round, stream %d gave %zd", what, j, o[j].res);
@@ -254,6 +273,63 @@ static void small_reads(opends_handle_t h, bool fixed, const char *what)
 	CU(ods_cu.cuMemFree(d));
 }
 
+/* What one driver call of a stream operation costs the calling thread
+ * (CPU us per call, printed for the record): the caller of small stream
+ * reads is the bound of their rate (issue 18), and each read queues a few
+ * of these. */
+static void driver_costs(void)
+{
+	t_phase = "driver costs";
+	enum { R = 4096, SZ = 110 * 1024 };
+	CUstream s = NULL;
+	CU(ods_cu.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	void *flags = NULL, *pin = NULL;
+	CUdeviceptr fd = 0, d = 0;
+	CU(ods_cu.cuMemHostAlloc(&flags, 64, CU_MEMHOSTALLOC_DEVICEMAP));
+	CU(ods_cu.cuMemHostGetDevicePointer(&fd, flags, 0));
+	*(volatile uint32_t *)flags = 1;
+	CU(ods_cu.cuMemHostAlloc(&pin, SZ, 0));
+	CU(ods_cu.cuMemAlloc(&d, SZ));
+	static const char *const names[] = { "cuCtxPushCurrent+cuCtxPopCurrent", "cuStreamGetCtx",
+					     "cuStreamWriteValue32", "cuStreamWaitValue32 (open)",
+					     "cuMemcpyHtoDAsync 110 KiB", "cuStreamQuery (idle)",
+					     "cuPointerGetAttributes (1)" };
+	printf("driver costs, caller CPU per call:");
+	for (int w = 0; w < 7; w++) {
+		double c = 0;
+		for (int i = 0; i < R; i++) {
+			if (i % 256 == 0)
+				CU(ods_cu.cuStreamSynchronize(s));
+			double u = thread_cpu_s();
+			CUcontext ctx = NULL;
+			unsigned type = 0;
+			switch (w) {
+			case 0:
+				CU(ods_cu.cuCtxPushCurrent(primary));
+				CU(ods_cu.cuCtxPopCurrent(&ctx));
+				break;
+			case 1: CU(ods_cu.cuStreamGetCtx(s, &ctx)); break;
+			case 2: CU(ods_cu.cuStreamWriteValue32(s, fd + 4, (uint32_t)i, CU_STREAM_WRITE_VALUE_DEFAULT)); break;
+			case 3: CU(ods_cu.cuStreamWaitValue32(s, fd, 1, CU_STREAM_WAIT_VALUE_GEQ)); break;
+			case 4: CU(ods_cu.cuMemcpyHtoDAsync(d, pin, SZ, s)); break;
+			case 5: CU(ods_cu.cuStreamQuery(s)); break;
+			default:
+				CU(ods_cu.cuPointerGetAttributes(1, (CUpointer_attribute[]){ CU_POINTER_ATTRIBUTE_MEMORY_TYPE },
+								 (void *[]){ &type }, d));
+				break;
+			}
+			c += thread_cpu_s() - u;
+		}
+		printf(" %s %.2f us;", names[w], 1e6 * c / R);
+	}
+	printf("\n");
+	CU(ods_cu.cuStreamSynchronize(s));
+	CU(ods_cu.cuStreamDestroy(s));
+	CU(ods_cu.cuMemFree(d));
+	CU(ods_cu.cuMemFreeHost(pin));
+	CU(ods_cu.cuMemFreeHost(flags));
+}
+
 int main(int argc, char **argv)
 {
 	t_args(argc, argv);
@@ -276,6 +352,7 @@ int main(int argc, char **argv)
 	late_out_of_order(&dev_mem, late, F, oracle, sf, "out of order, fixed values");
 	late_many(&dev_mem, file, F, oracle, "256 streams, a file");
 	late_many(&dev_mem, late, F, oracle, "256 streams, the late source");
+	driver_costs();
 	small_reads(file, false, "small reads, values read at the stream");
 	small_reads(file, true, "small reads, fixed values");
 	quiet_wait(late, s, "a held stream's wait, values read at the stream");
