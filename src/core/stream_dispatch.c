@@ -9,7 +9,8 @@
  *    piece is ready, so a counter will move soon) restarts the back-off.
  *  - Staging buffers are kept for reuse until the driver closes: an
  *    unregistration may wait for the device, which a held stream can keep
- *    busy. Classes are powers of two from 64 KiB to ODS_STAGE_MAX.
+ *    busy. Classes are powers of two from 64 KiB to ODS_STAGE_MAX; those
+ *    under 4 MiB are cut from 4 MiB blocks (one pinning per block).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -25,43 +26,77 @@
  * second for nothing; it only bounds a kick lost to the race between the
  * poll and the nap. */
 #define QUIET_NS 2000000L
+/* A task posted while the dispatcher naps at most this long is not worth
+ * waking it for: it runs when the nap ends. A wake is a futex call on the
+ * posting thread (the caller of every stream operation: on the H200's VM
+ * a sleep/wake round trip is ~14 us, and the caller's CPU is what bounds
+ * the rate of small operations, issue 18). */
+#define POST_LATE_NS 50000L
 
 static struct {
-	pthread_mutex_t lock;
+	pthread_mutex_t lock; /* the waits; stop, kicked */
 	pthread_cond_t cond;
-	struct ods_task *head, *tail;
 	bool started, stop, kicked;
 	pthread_t th;
 	int (*poll)(void);
-} disp = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, NULL, false, false, false, 0, NULL };
-static atomic_bool napping; /* the dispatcher is in a timed wait */
+} disp = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, false, false, 0, NULL };
+/* Tasks posted, newest first (a lock-free stack: posting takes no lock). */
+static struct ods_task *_Atomic posted;
+/* What the dispatcher is doing, for whoever wants it to look again: a
+ * post wakes it from IDLE or LONG, a kick from SHORT or LONG (a kick
+ * only matters while something is watched). Set under disp.lock before
+ * the dispatcher looks at posted and kick_req a last time and waits; read
+ * by posters and kickers after they published (both sequentially
+ * consistent: one sees the other). */
+enum { DS_BUSY, DS_SHORT, DS_LONG, DS_IDLE };
+static atomic_int dstate;
 static atomic_bool kick_req; /* a kick since the last poll began */
 
-void ods_dispatch_post(void *task)
+static void wake(void)
 {
-	struct ods_task *t = task;
-	t->next = NULL;
-	pthread_mutex_lock(&disp.lock);
-	if (disp.tail)
-		disp.tail->next = t;
-	else
-		disp.head = t;
-	disp.tail = t;
-	pthread_cond_signal(&disp.cond);
-	pthread_mutex_unlock(&disp.lock);
-}
-
-void ods_dispatch_kick(void)
-{
-	/* seen by the dispatcher before it naps, or it is napping already
-	 * and is woken here (both sequentially consistent) */
-	atomic_store(&kick_req, true);
-	if (!atomic_load(&napping))
-		return; /* polling anyway, or nothing to poll */
 	pthread_mutex_lock(&disp.lock);
 	disp.kicked = true;
 	pthread_cond_signal(&disp.cond);
 	pthread_mutex_unlock(&disp.lock);
+}
+
+void ods_dispatch_post(void *task)
+{
+	struct ods_task *t = task, *h = atomic_load(&posted);
+	do
+		t->next = h;
+	while (!atomic_compare_exchange_weak(&posted, &h, t));
+	int st = atomic_load(&dstate);
+	if (st == DS_LONG || st == DS_IDLE)
+		wake();
+}
+
+void ods_dispatch_kick(void)
+{
+	atomic_store(&kick_req, true);
+	int st = atomic_load(&dstate);
+	if (st == DS_SHORT || st == DS_LONG)
+		wake();
+}
+
+/* Run what is posted, oldest first; false when nothing was. */
+static bool run_posted(void)
+{
+	struct ods_task *t = atomic_exchange(&posted, NULL), *fifo = NULL;
+	if (!t)
+		return false;
+	while (t) {
+		struct ods_task *n = t->next;
+		t->next = fifo;
+		fifo = t;
+		t = n;
+	}
+	while (fifo) {
+		struct ods_task *n = fifo->next;
+		fifo->run(fifo);
+		fifo = n;
+	}
+	return true;
 }
 
 static void *dispatcher(void *arg)
@@ -73,18 +108,8 @@ static void *dispatcher(void *arg)
 	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
 	long delay_ns = 0;
 	bool watching = false; /* the last poll had operations to watch */
-	pthread_mutex_lock(&disp.lock);
 	for (;;) {
-		while (!disp.head && !disp.stop && !watching)
-			pthread_cond_wait(&disp.cond, &disp.lock);
-		struct ods_task *t = disp.head;
-		if (t) {
-			disp.head = t->next;
-			if (!disp.head)
-				disp.tail = NULL;
-			pthread_mutex_unlock(&disp.lock);
-			t->run(t);
-			pthread_mutex_lock(&disp.lock);
+		if (run_posted()) {
 			/* a task may have added an operation, whose stream may
 			 * reach it within microseconds: poll soon, not after the
 			 * back-off the older ones earned */
@@ -92,43 +117,59 @@ static void *dispatcher(void *arg)
 			delay_ns = 0;
 			continue;
 		}
-		pthread_mutex_unlock(&disp.lock);
-		atomic_store(&kick_req, false);
-		int moved = disp.poll();
+		if (watching) {
+			atomic_store(&kick_req, false);
+			int moved = disp.poll();
+			watching = moved != -1;
+			delay_ns = moved > 0 ? 0 : moved == -2 ? QUIET_NS
+					 : delay_ns ? (delay_ns * 2 < BACKOFF_MAX_NS ? delay_ns * 2 : BACKOFF_MAX_NS)
+						    : BACKOFF_MIN_NS;
+			if (watching && !delay_ns)
+				continue;
+		}
 		pthread_mutex_lock(&disp.lock);
-		watching = moved != -1;
-		if (!watching) {
-			if (disp.stop)
-				break; /* stopping, nothing in flight */
+		if (disp.kicked) {
+			disp.kicked = false;
+			pthread_mutex_unlock(&disp.lock);
+			delay_ns = 0;
+			watching = watching || atomic_load(&posted);
 			continue;
 		}
+		if (!watching && disp.stop && !atomic_load(&posted)) {
+			pthread_mutex_unlock(&disp.lock);
+			break; /* stopping, nothing in flight */
+		}
+		atomic_store(&dstate, !watching ? DS_IDLE : delay_ns <= POST_LATE_NS ? DS_SHORT : DS_LONG);
+		/* none posted, and none kicked during the poll (a kick matters
+		 * only while something is watched) */
+		if (!atomic_load(&posted) && !(watching && atomic_load(&kick_req))) {
+			if (!watching) {
+				pthread_cond_wait(&disp.cond, &disp.lock);
+			} else {
+				struct timespec ts;
+				clock_gettime(CLOCK_REALTIME, &ts);
+				ts.tv_nsec += delay_ns;
+				if (ts.tv_nsec >= 1000000000) {
+					ts.tv_sec++;
+					ts.tv_nsec -= 1000000000;
+				}
+				pthread_cond_timedwait(&disp.cond, &disp.lock, &ts);
+			}
+		}
+		atomic_store(&dstate, DS_BUSY);
 		if (disp.kicked)
 			delay_ns = 0, disp.kicked = false;
-		delay_ns = moved > 0 ? 0 : moved == -2 ? QUIET_NS
-				 : delay_ns ? (delay_ns * 2 < BACKOFF_MAX_NS ? delay_ns * 2 : BACKOFF_MAX_NS)
-					    : BACKOFF_MIN_NS;
-		if (delay_ns && !disp.head) {
-			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += delay_ns;
-			if (ts.tv_nsec >= 1000000000) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000;
-			}
-			atomic_store(&napping, true);
-			if (!atomic_load(&kick_req)) /* none came during the poll */
-				pthread_cond_timedwait(&disp.cond, &disp.lock, &ts);
-			atomic_store_explicit(&napping, false, memory_order_relaxed);
-			if (disp.kicked)
-				delay_ns = 0, disp.kicked = false;
-		}
+		pthread_mutex_unlock(&disp.lock);
 	}
-	pthread_mutex_unlock(&disp.lock);
 	return NULL;
 }
 
+static atomic_bool running; /* started and not stopped: no lock needed */
+
 int ods_dispatch_start(int (*poll)(void))
 {
+	if (atomic_load_explicit(&running, memory_order_acquire))
+		return 0; /* once per stream operation: the common case */
 	pthread_mutex_lock(&disp.lock);
 	int rc = 0;
 	if (!disp.started) {
@@ -140,6 +181,7 @@ int ods_dispatch_start(int (*poll)(void))
 			disp.started = true;
 		if (disp.started) /* named, so that a profile can tell its CPU from the rest */
 			pthread_setname_np(disp.th, "ods-dispatch");
+		atomic_store_explicit(&running, disp.started, memory_order_release);
 	}
 	pthread_mutex_unlock(&disp.lock);
 	return rc;
@@ -149,6 +191,7 @@ void ods_dispatch_stop(void)
 {
 	pthread_mutex_lock(&disp.lock);
 	bool started = disp.started;
+	atomic_store(&running, false);
 	disp.stop = true;
 	pthread_cond_broadcast(&disp.cond);
 	pthread_mutex_unlock(&disp.lock);
@@ -176,14 +219,45 @@ void ods_counter_wait(void *counter, uint32_t need, atomic_uint *moving, unsigne
 
 #define NCLASS 13
 _Static_assert(((size_t)65536 << (NCLASS - 1)) >= ODS_STAGE_MAX, "a class holds the largest staging");
+/* Buffers of smaller classes are cut from blocks of this size: one
+ * pinned allocation (cuMemHostRegister) per block, not per buffer. The
+ * first round of the imagenetish stream legs (4096 operations of
+ * ~110 KB in flight) otherwise pins 4096 separate 128 KiB buffers on the
+ * calling thread. */
+#define CARVE ((size_t)4 << 20)
+
+/* One pinned allocation: a block cut into buffers of one class, or one
+ * buffer. */
+struct made {
+	struct made *next;
+	char *p;
+	size_t size;
+	unsigned cls;
+	size_t back; /* ods_staging_fini: its buffers back in the pool */
+};
+
 static struct {
 	pthread_mutex_t lock;
 	void *free[NCLASS]; /* linked through each buffer's first word */
-} stage_pool = { PTHREAD_MUTEX_INITIALIZER, { NULL } };
+	struct made *made;  /* every allocation, for ods_staging_fini */
+} stage_pool = { PTHREAD_MUTEX_INITIALIZER, { NULL }, NULL };
 
 static size_t class_size(unsigned c)
 {
 	return (size_t)65536 << c;
+}
+
+static void *pinned_alloc(size_t n)
+{
+	return ods_drv.accel->mem ? ods_drv.accel->mem->pinned_alloc(n) : ods_aligned_alloc(n);
+}
+
+static void pinned_free(void *p, size_t n)
+{
+	if (ods_drv.accel->mem)
+		ods_drv.accel->mem->pinned_free(p, n);
+	else
+		free(p);
 }
 
 void *ods_staging_get(size_t n, unsigned *cls, bool *over)
@@ -200,14 +274,32 @@ void *ods_staging_get(size_t n, unsigned *cls, bool *over)
 	*cls = c;
 	if (p)
 		return p;
-	if (!ods_pinned_reserve(class_size(c))) {
+	/* a block when the budget has room for one, else one buffer */
+	size_t cs = class_size(c), sz = cs < CARVE ? CARVE : cs;
+	struct made *m = malloc(sizeof(*m));
+	if (!m)
+		return NULL;
+	if (!ods_pinned_reserve(sz) && (sz == cs || !ods_pinned_reserve(sz = cs))) {
+		free(m);
 		*over = true;
 		return NULL;
 	}
-	p = ods_drv.accel->mem ? ods_drv.accel->mem->pinned_alloc(class_size(c)) : ods_aligned_alloc(class_size(c));
-	if (!p)
-		ods_pinned_release(class_size(c));
-	return p;
+	char *b = pinned_alloc(sz);
+	if (!b) {
+		ods_pinned_release(sz);
+		free(m);
+		return NULL;
+	}
+	*m = (struct made){ NULL, b, sz, c, 0 };
+	pthread_mutex_lock(&stage_pool.lock);
+	m->next = stage_pool.made;
+	stage_pool.made = m;
+	for (size_t off = sz - cs; off > 0; off -= cs) { /* the rest of the block */
+		*(void **)(b + off) = stage_pool.free[c];
+		stage_pool.free[c] = b + off;
+	}
+	pthread_mutex_unlock(&stage_pool.lock);
+	return b;
 }
 
 void ods_staging_put(void *p, unsigned c)
@@ -218,17 +310,27 @@ void ods_staging_put(void *p, unsigned c)
 	pthread_mutex_unlock(&stage_pool.lock);
 }
 
+/* Every operation has ended. An allocation goes back only when each of
+ * its buffers is back: an operation cut short keeps its staging for good
+ * (stream_accel.c's quarantine: queued copies may still use it), and so
+ * its block stays allocated. */
 void ods_staging_fini(void)
 {
-	for (unsigned c = 0; c < NCLASS; c++)
-		for (void *p = stage_pool.free[c], *n; p; p = n) {
-			n = *(void **)p;
-			if (ods_drv.accel->mem)
-				ods_drv.accel->mem->pinned_free(p, class_size(c));
-			else
-				free(p);
-			ods_pinned_release(class_size(c));
+	/* count first: the free lists run through the blocks freed below */
+	for (struct made *m = stage_pool.made; m; m = m->next) {
+		m->back = 0;
+		for (char *q = stage_pool.free[m->cls]; q; q = *(char **)q)
+			m->back += q >= m->p && q < m->p + m->size;
+	}
+	for (struct made *m = stage_pool.made, *next; m; m = next) {
+		next = m->next;
+		if (m->back == m->size / class_size(m->cls)) {
+			pinned_free(m->p, m->size);
+			ods_pinned_release(m->size);
 		}
+		free(m);
+	}
+	stage_pool.made = NULL;
 	memset(stage_pool.free, 0, sizeof(stage_pool.free));
 }
 
@@ -236,11 +338,13 @@ void ods_dispatch_forget(void)
 {
 	disp.lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
 	disp.cond = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
-	disp.head = disp.tail = NULL;
+	atomic_store(&posted, NULL);
 	disp.started = disp.stop = disp.kicked = false;
 	disp.poll = NULL;
-	atomic_store(&napping, false);
+	atomic_store(&running, false);
+	atomic_store(&dstate, DS_BUSY);
 	atomic_store(&kick_req, false);
 	stage_pool.lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
 	memset(stage_pool.free, 0, sizeof(stage_pool.free));
+	stage_pool.made = NULL;
 }
