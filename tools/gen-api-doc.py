@@ -50,7 +50,7 @@ def first_sentence(text):
 
 
 def errors_of(text):
-    m = re.search(r"\bErrors?(?:, [^:]*)?: (.*)", text)
+    m = re.search(r"\bErrors?(?:, [^:]*| \([^)]*\))?: (.*)", text)
     if not m:
         return ""
     e = m.group(1)

@@ -53,7 +53,8 @@ typedef struct opends_io_events {
 } opends_io_events_t;
 
 /* A batch able to hold max_nr entries in flight (1..max_batch_io_size).
- * Errors: OPENDS_INVALID_VALUE, OPENDS_NOMEM_ERROR, NOT_INITIALIZED. */
+ * Errors: OPENDS_INVALID_VALUE (batch NULL, max_nr out of range),
+ * OPENDS_NOMEM_ERROR, OPENDS_DRIVER_NOT_INITIALIZED. */
 OPENDS_API opends_error_t opends_batch_setup(opends_batch_t *batch, unsigned max_nr);
 
 /*
@@ -63,7 +64,8 @@ OPENDS_API opends_error_t opends_batch_setup(opends_batch_t *batch, unsigned max
  * with a bad mode, opcode, NULL buffer, negative offsets, size >
  * SSIZE_MAX; the detail names the entry), OPENDS_HANDLE_NOT_REGISTERED,
  * OPENDS_INVALID_MAPPING_RANGE, OPENDS_BATCH_FULL (entries in flight plus
- * nr would exceed max_nr), OPENDS_CONTEXT_MISMATCH, NOT_INITIALIZED.
+ * nr would exceed max_nr), OPENDS_CONTEXT_MISMATCH,
+ * OPENDS_DRIVER_NOT_INITIALIZED.
  */
 OPENDS_API opends_error_t opends_batch_submit(opends_batch_t batch, unsigned nr, opends_io_params_t *params,
 					      unsigned flags);
@@ -80,17 +82,21 @@ OPENDS_API opends_error_t opends_batch_submit(opends_batch_t batch, unsigned nr,
  * Status: OPENDS_COMPLETE with ret = bytes (short at EOF included),
  * OPENDS_FAILED with ret = negated error, OPENDS_CANCELED.
  * Errors: OPENDS_INVALID_VALUE (NULL batch/nr/events with *nr > 0, unknown
- * batch, negative or invalid timeout), NOT_INITIALIZED.
+ * batch, negative or invalid timeout), OPENDS_DRIVER_NOT_INITIALIZED.
  */
 OPENDS_API opends_error_t opends_batch_get_status(opends_batch_t batch, unsigned min_nr, unsigned *nr,
 						  opends_io_events_t *events, struct timespec *timeout);
 
 /* Cancel entries that have not started; those running finish. Cancelled
  * entries are delivered as OPENDS_CANCELED. Returns once nothing of the
- * batch is running. */
+ * batch is running.
+ * Errors: OPENDS_INVALID_VALUE (not a batch made by opends_batch_setup),
+ * OPENDS_DRIVER_NOT_INITIALIZED. */
 OPENDS_API opends_error_t opends_batch_cancel(opends_batch_t batch);
 
-/* Wait for entries still in flight and free the batch. */
+/* Wait for entries still in flight and free the batch.
+ * Errors: OPENDS_INVALID_VALUE (not a batch made by opends_batch_setup),
+ * OPENDS_DRIVER_NOT_INITIALIZED. */
 OPENDS_API opends_error_t opends_batch_destroy(opends_batch_t batch);
 
 #ifdef __cplusplus

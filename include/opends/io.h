@@ -93,6 +93,10 @@ typedef struct opends_async_future {
  * Argument errors (the list of opends_sync_read, plus OPENDS_INVALID_VALUE
  * for a NULL future) are returned here and nothing is started; I/O errors
  * come from await.
+ * Errors: OPENDS_INVALID_VALUE, OPENDS_HANDLE_NOT_REGISTERED,
+ * OPENDS_INVALID_MAPPING_RANGE, OPENDS_CONTEXT_MISMATCH (as
+ * opends_sync_read, not negated), OPENDS_NOMEM_ERROR,
+ * OPENDS_DRIVER_NOT_INITIALIZED.
  */
 OPENDS_API opends_error_t opends_async_read(opends_handle_t fh, void *buf, size_t size, off_t file_offset,
 					    off_t buf_offset, opends_async_future_t *future);
@@ -103,13 +107,16 @@ OPENDS_API opends_error_t opends_async_write(opends_handle_t fh, const void *buf
 /*
  * Wait for the operation and return its result as opends_sync_* would.
  * Awaiting a completed future again returns the same result; futures may be
- * awaited in any order. A future that was never submitted (all zero bytes)
- * gives -OPENDS_INVALID_VALUE, as does NULL.
+ * awaited in any order.
+ * Errors: -OPENDS_INVALID_VALUE (NULL, or a future that was never
+ * submitted: all zero bytes); else the operation's, as opends_sync_read's
+ * or opends_sync_write's.
  */
 OPENDS_API ssize_t opends_async_await(opends_async_future_t *future);
 
 /* 1 if the operation has completed, 0 if it is still running; never
- * blocks. -OPENDS_INVALID_VALUE for NULL or a never-submitted future. */
+ * blocks. Errors: -OPENDS_INVALID_VALUE (NULL or a never-submitted
+ * future). */
 OPENDS_API int opends_async_poll(opends_async_future_t *future);
 
 #ifdef __cplusplus

@@ -28,12 +28,14 @@ typedef void *opends_stream_t;
 
 /* Create a new non-blocking accelerator stream, or without an accelerator a
  * library-owned host-ordered queue. Errors: OPENDS_INVALID_VALUE (NULL),
- * OPENDS_NOMEM_ERROR, OPENDS_DEVICE_DRIVER_ERROR, NOT_INITIALIZED. */
+ * OPENDS_NOMEM_ERROR, OPENDS_DEVICE_DRIVER_ERROR,
+ * OPENDS_DRIVER_NOT_INITIALIZED. */
 OPENDS_API opends_error_t opends_stream_create(opends_stream_t *stream);
 
 /* Wait for OpenDS work queued on it, then destroy a stream made by
  * opends_stream_create. Errors: OPENDS_INVALID_VALUE (NULL or not made by
- * opends_stream_create). */
+ * opends_stream_create), OPENDS_DEVICE_DRIVER_ERROR,
+ * OPENDS_DRIVER_NOT_INITIALIZED. */
 OPENDS_API opends_error_t opends_stream_destroy(opends_stream_t stream);
 
 /* Optional hints (OPENDS_STREAM_* bits). Unknown bits: OPENDS_INVALID_VALUE.
@@ -43,9 +45,13 @@ OPENDS_API opends_error_t opends_stream_destroy(opends_stream_t stream);
  * it (only the copies wait for the stream): values changed after the call
  * are not used, and a write to the file by other means in between may or
  * may not be seen (stream writes queued ahead are). Without them, values
- * and file are read when the stream gets there (docs/stream-ordering.md). */
+ * and file are read when the stream gets there (docs/stream-ordering.md).
+ * Errors: OPENDS_INVALID_VALUE (unknown bits; without an accelerator, a
+ * stream not made by opends_stream_create other than NULL),
+ * OPENDS_NOMEM_ERROR, OPENDS_DRIVER_NOT_INITIALIZED. */
 OPENDS_API opends_error_t opends_stream_register(opends_stream_t stream, unsigned flags);
-/* Errors: OPENDS_INVALID_VALUE (stream not registered). */
+/* Errors: OPENDS_INVALID_VALUE (stream not registered),
+ * OPENDS_DRIVER_NOT_INITIALIZED. */
 OPENDS_API opends_error_t opends_stream_deregister(opends_stream_t stream);
 
 /*
@@ -55,11 +61,11 @@ OPENDS_API opends_error_t opends_stream_deregister(opends_stream_t stream);
  * with every FIXED_* flag), so they (and *bytes_read) must stay valid until
  * then; the result (bytes or a negated error, as
  * opends_sync_read) is written to *bytes_read when it completes.
- * Submit reports argument errors only: OPENDS_INVALID_VALUE (a NULL
- * pointer, unknown stream), OPENDS_HANDLE_NOT_REGISTERED,
- * OPENDS_CONTEXT_MISMATCH, OPENDS_DRIVER_NOT_INITIALIZED. Checks of the
- * values behind the pointers happen when the stream reaches the operation
- * and land in *bytes_read.
+ * Checks of the values behind the pointers happen when the stream reaches
+ * the operation and land in *bytes_read.
+ * Errors (submit reports argument errors only): OPENDS_INVALID_VALUE (a
+ * NULL pointer, unknown stream), OPENDS_HANDLE_NOT_REGISTERED,
+ * OPENDS_CONTEXT_MISMATCH, OPENDS_DRIVER_NOT_INITIALIZED.
  */
 OPENDS_API opends_error_t opends_stream_read(opends_handle_t fh, void *buf, size_t *size, off_t *file_offset,
 					     off_t *buf_offset, ssize_t *bytes_read, opends_stream_t stream);
@@ -68,7 +74,11 @@ OPENDS_API opends_error_t opends_stream_write(opends_handle_t fh, const void *bu
 					      opends_stream_t stream);
 
 /* Wait until everything OpenDS queued on the stream has completed (and, on
- * an accelerator stream, all work before it). */
+ * an accelerator stream, all work before it).
+ * Errors: OPENDS_INVALID_VALUE (without an accelerator: a stream not made
+ * by opends_stream_create other than NULL), OPENDS_DEVICE_DRIVER_ERROR or
+ * OPENDS_CONTEXT_MISMATCH (the accelerator refused; the detail has its
+ * result), OPENDS_DRIVER_NOT_INITIALIZED. */
 OPENDS_API opends_error_t opends_stream_synchronize(opends_stream_t stream);
 
 #ifdef __cplusplus
