@@ -64,6 +64,9 @@ pthread_mutex_t cfd_lock = PTHREAD_MUTEX_INITIALIZER;
 atomic_bool cfd_is_open;
 static bool we_opened; /* we called opends_driver_open */
 static long users;     /* cuFileDriverOpen calls not yet closed */
+/* This process is a child forked while the driver was open, and has not
+ * called cuFileDriverOpen since: see "fork" below. */
+static atomic_bool forked;
 
 /* ---- small sets of pointers ---------------------------------------------- */
 
@@ -136,6 +139,53 @@ static void pset_clear(struct pset *s)
 	pthread_mutex_unlock(&s->m);
 }
 
+/* ---- fork ---------------------------------------------------------------- */
+
+/* fork() while the driver is open: the child has none of the parent's
+ * threads, rings or CUDA context, and OpenDS forgets its driver there
+ * (include/opends.h). As cuFile asks of a child, it must call
+ * cuFileDriverOpen again; until then every call that needs the driver
+ * fails with CU_FILE_DRIVER_NOT_INITIALIZED and none opens it implicitly
+ * (a program that meant to go on with the parent's handles would
+ * otherwise get a new driver that knows none of them). A child forked
+ * while the driver was closed keeps opening it on first use.
+ * The drop-in's locks are taken around the fork, so the child's copy of
+ * its state is whole and no lock is held by a thread that is not there;
+ * nothing is freed in the child (the sets keep their memory). */
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&cfd_lock);
+	pthread_mutex_lock(&wronly.m);
+	pthread_mutex_lock(&cancelled.m);
+}
+
+static void fork_parent(void)
+{
+	pthread_mutex_unlock(&cancelled.m);
+	pthread_mutex_unlock(&wronly.m);
+	pthread_mutex_unlock(&cfd_lock);
+}
+
+static void fork_child(void)
+{
+	if (atomic_load(&cfd_is_open)) {
+		atomic_store(&forked, true);
+		atomic_store(&cfd_is_open, false);
+		users = 0;
+		we_opened = false;
+		wronly.n = cancelled.n = 0;
+		atomic_store(&wronly.count, 0);
+		atomic_store(&cancelled.count, 0);
+	}
+	fork_parent();
+}
+
+/* At load, so that the locks are covered whenever they can be held. */
+__attribute__((constructor)) static void fork_handlers(void)
+{
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
 /* ---- status ------------------------------------------------------------- */
 
 /* An OpenDS ssize_t result in cuFile's convention: library errors stay
@@ -190,13 +240,13 @@ static CUfileError_t open_locked(void)
 	return cfd_st(CU_FILE_SUCCESS, 0);
 }
 
-/* cuFile opens itself on first use. */
+/* cuFile opens itself on first use (not in a forked child: see "fork"). */
 CUfileError_t cfd_ensure_open(void)
 {
 	if (atomic_load_explicit(&cfd_is_open, memory_order_acquire))
 		return cfd_st(CU_FILE_SUCCESS, 0);
 	pthread_mutex_lock(&cfd_lock);
-	CUfileError_t e = open_locked();
+	CUfileError_t e = atomic_load(&forked) ? cfd_st(CU_FILE_DRIVER_NOT_INITIALIZED, 0) : open_locked();
 	pthread_mutex_unlock(&cfd_lock);
 	return e;
 }
@@ -207,8 +257,10 @@ EXPORT CUfileError_t cuFileDriverOpen(void)
 {
 	pthread_mutex_lock(&cfd_lock);
 	CUfileError_t e = open_locked();
-	if (e.err == CU_FILE_SUCCESS)
+	if (e.err == CU_FILE_SUCCESS) {
 		users++;
+		atomic_store(&forked, false);
+	}
 	pthread_mutex_unlock(&cfd_lock);
 	return e;
 }

@@ -1,0 +1,372 @@
+/*
+ * test_cufile_dropin_fork --lib=PATH
+ *
+ * fork() in a cuFile program on the drop-in (host memory). Each case runs
+ * in its own process, and forks from there:
+ *   open     forked while the driver is open: in the child every call that
+ *            needs the driver fails at once with
+ *            CU_FILE_DRIVER_NOT_INITIALIZED (reads through the parent's
+ *            handle: -5001), none opens it implicitly, the use count is 0;
+ *            cuFileDriverOpen then works and the child reads and writes
+ *            byte-exact through a new handle; the parent's driver, handle
+ *            and use count are untouched, its reads byte-exact
+ *   closed   forked while the driver is closed (never opened, or opened and
+ *            closed): the child opens it on first use, as always
+ *   busy     a parent thread reads without pause while the main thread
+ *            forks 6 children, each as in "open" (under ASan the thread
+ *            pauses around each fork: GCC 12's ASan allocator is not
+ *            fork-safe, tests/reliability/rel.h)
+ * Under ThreadSanitizer the children stop before opening a driver (it
+ * cannot run threads started after such a fork).
+ * Children have a watchdog: a hang fails the test. Exit 0 pass, 1 fail.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cufile.h"
+#include "cufile_api.h"
+
+#ifdef cuFileDriverClose
+#undef cuFileDriverClose
+#endif
+
+#if defined(__SANITIZE_ADDRESS__)
+#define PARK_AROUND_FORK 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PARK_AROUND_FORK 1
+#endif
+#endif
+#ifndef PARK_AROUND_FORK
+#define PARK_AROUND_FORK 0
+#endif
+/* ThreadSanitizer cannot run a child of a multi-threaded process that
+ * starts threads: under it the children check the refused calls only, and
+ * the run checks the parent's side (the fork handlers against its threads). */
+#if defined(__SANITIZE_THREAD__)
+#define CHILD_NO_THREADS 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define CHILD_NO_THREADS 1
+#endif
+#endif
+#ifndef CHILD_NO_THREADS
+#define CHILD_NO_THREADS 0
+#endif
+
+#define FSZ (1u << 20)
+#define NV CU_FILE_DRIVER_NOT_INITIALIZED
+
+static struct ods_cufile_api L; /* src/vendor/cufile_api.h */
+static const char *lib;
+static const char *who = "parent";
+static char path[256];
+static uint8_t *oracle;
+
+#define CHECK(c, ...)                                                              \
+	do {                                                                       \
+		if (!(c)) {                                                        \
+			fprintf(stderr, "FAIL %s:%d [%s]: ", __FILE__, __LINE__, who); \
+			fprintf(stderr, __VA_ARGS__);                              \
+			fputc('\n', stderr);                                       \
+			_exit(1);                                                  \
+		}                                                                  \
+	} while (0)
+#define CU_OK(call)                                                                             \
+	do {                                                                                    \
+		CUfileError_t e_ = (call);                                                      \
+		CHECK(e_.err == CU_FILE_SUCCESS, "%s: %d, expected success", #call, (int)e_.err); \
+	} while (0)
+#define CU_ERR(call, code)                                                                         \
+	do {                                                                                       \
+		CUfileError_t e_ = (call);                                                         \
+		CHECK((int)e_.err == (int)(code), "%s: %d, expected %d", #call, (int)e_.err, (int)(code)); \
+	} while (0)
+
+static uint8_t pat(uint64_t off)
+{
+	uint64_t x = (off + 1) * 0x9E3779B97F4A7C15ull;
+	return (uint8_t)(x >> 56);
+}
+
+static CUfileHandle_t reg(int fd)
+{
+	CUfileDescr_t d;
+	memset(&d, 0, sizeof(d));
+	d.type = CU_FILE_HANDLE_TYPE_OPAQUE_FD;
+	d.handle.fd = fd;
+	CUfileHandle_t fh = NULL;
+	CU_OK(L.cuFileHandleRegister(&fh, &d));
+	return fh;
+}
+
+/* read n bytes at off through fh: byte-exact against the oracle */
+static void read_check(CUfileHandle_t fh, uint64_t off, size_t n)
+{
+	uint8_t *b = malloc(n);
+	CHECK(b, "malloc");
+	memset(b, 0, n);
+	ssize_t r = L.cuFileRead(fh, b, n, (off_t)off, 0);
+	CHECK(r == (ssize_t)n, "cuFileRead %zu at %llu: %zd", n, (unsigned long long)off, r);
+	for (size_t i = 0; i < n; i++)
+		CHECK(b[i] == oracle[off + i], "byte %zu of the read at %llu: 0x%02x, expected 0x%02x", i,
+		      (unsigned long long)off, b[i], oracle[off + i]);
+	free(b);
+}
+
+static void watchdog(int sig)
+{
+	(void)sig;
+	static const char m[] = "FAIL: watchdog fired (hang)\n";
+	if (write(2, m, sizeof m - 1) < 0) {
+	}
+	_exit(3);
+}
+
+static void wait_child(pid_t pid)
+{
+	int st = 0;
+	CHECK(waitpid(pid, &st, 0) == pid, "waitpid: %s", strerror(errno));
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child %s %d", WIFEXITED(st) ? "exited with" : "died of signal",
+	      WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+}
+
+/* In a child forked with the driver open: closed for everything until
+ * cuFileDriverOpen, then a driver of its own. parent_fh: the parent's
+ * handle. */
+static void child_of_open(CUfileHandle_t parent_fh, int fd, unsigned seed)
+{
+	who = "child";
+	signal(SIGALRM, watchdog);
+	alarm(30);
+	uint8_t buf[8192];
+	CHECK(L.cuFileRead(parent_fh, buf, 4096, 0, 0) == -(ssize_t)NV, "read through the parent's handle: %zd",
+	      L.cuFileRead(parent_fh, buf, 4096, 0, 0));
+	CHECK(L.cuFileWrite(parent_fh, buf, 4096, 0, 0) == -(ssize_t)NV, "write through the parent's handle");
+	CHECK(L.cuFileUseCount() == 0, "use count %ld in the child, expected 0", L.cuFileUseCount());
+	CUfileDescr_t d;
+	memset(&d, 0, sizeof(d));
+	d.type = CU_FILE_HANDLE_TYPE_OPAQUE_FD;
+	d.handle.fd = fd;
+	CUfileHandle_t h = NULL;
+	CU_ERR(L.cuFileHandleRegister(&h, &d), NV); /* no implicit open */
+	CU_ERR(L.cuFileBufRegister(buf, sizeof(buf), 0), NV);
+	CU_ERR(L.cuFileBufDeregister(buf), NV);
+	CUfileBatchHandle_t b;
+	CU_ERR(L.cuFileBatchIOSetUp(&b, 4), NV);
+	CUfileDrvProps_t p;
+	CU_ERR(L.cuFileDriverGetProperties(&p), NV);
+	CU_ERR(L.cuFileDriverClose_v2(), NV);
+	L.cuFileHandleDeregister(parent_fh); /* nothing to do: no crash, no hang */
+	CHECK(L.cuFileUseCount() == 0, "use count %ld after the refused calls", L.cuFileUseCount());
+
+	if (CHILD_NO_THREADS)
+		_exit(0);
+	/* cuFileDriverOpen again: a driver of the child's own */
+	CU_OK(L.cuFileDriverOpen());
+	CHECK(L.cuFileUseCount() == 1, "use count %ld after cuFileDriverOpen", L.cuFileUseCount());
+	h = reg(fd);
+	CU_OK(L.cuFileBufRegister(buf, sizeof(buf), 0));
+	for (unsigned k = 0; k < 8; k++) {
+		uint64_t off = (seed * 7919u + k * 104729u) % (FSZ - 8192);
+		size_t n = 1 + (seed + k * 131u) % 8192;
+		read_check(h, off, n);
+	}
+	/* write a range (the pattern itself: the parent reads the file too)
+	 * and read it back */
+	memcpy(buf, oracle + 4096, 4096);
+	CHECK(L.cuFileWrite(h, buf, 4096, 4096, 0) == 4096, "child write");
+	read_check(h, 4096, 4096);
+	CU_OK(L.cuFileBufDeregister(buf));
+	L.cuFileHandleDeregister(h);
+	CU_OK(L.cuFileDriverClose_v2());
+	/* closed again normally: implicit open works as it always does */
+	h = reg(fd);
+	read_check(h, 12345, 777);
+	L.cuFileHandleDeregister(h);
+	CU_OK(L.cuFileDriverClose_v2());
+	_exit(0);
+}
+
+static int open_file(void)
+{
+	int fd = open(path, O_RDWR);
+	CHECK(fd >= 0, "open %s: %s", path, strerror(errno));
+	return fd;
+}
+
+static void c_open(void)
+{
+	int fd = open_file();
+	CU_OK(L.cuFileDriverOpen());
+	CUfileHandle_t fh = reg(fd);
+	read_check(fh, 0, 65536);
+	fflush(NULL);
+	pid_t pid = fork();
+	CHECK(pid >= 0, "fork: %s", strerror(errno));
+	if (pid == 0)
+		child_of_open(fh, fd, 1);
+	wait_child(pid);
+	/* the parent is not affected */
+	CHECK(L.cuFileUseCount() == 1, "parent's use count %ld, expected 1", L.cuFileUseCount());
+	read_check(fh, 1000, 200000);
+	read_check(fh, FSZ - 5000, 5000);
+	L.cuFileHandleDeregister(fh);
+	CU_OK(L.cuFileDriverClose_v2());
+	close(fd);
+}
+
+/* a child of a process whose driver is closed: opens on first use */
+static void child_of_closed(int fd)
+{
+	who = "child";
+	signal(SIGALRM, watchdog);
+	alarm(30);
+	if (CHILD_NO_THREADS)
+		_exit(0);
+	CUfileHandle_t h = reg(fd); /* opens the driver */
+	CHECK(L.cuFileUseCount() == 1, "use count %ld after the implicit open", L.cuFileUseCount());
+	read_check(h, 777, 33333);
+	L.cuFileHandleDeregister(h);
+	CU_OK(L.cuFileDriverClose_v2());
+	_exit(0);
+}
+
+static void c_closed(void)
+{
+	int fd = open_file();
+	for (int round = 0; round < 2; round++) {
+		if (round == 1) { /* opened and closed before the fork */
+			CU_OK(L.cuFileDriverOpen());
+			CUfileHandle_t fh = reg(fd);
+			read_check(fh, 0, 4096);
+			L.cuFileHandleDeregister(fh);
+			CU_OK(L.cuFileDriverClose_v2());
+		}
+		fflush(NULL);
+		pid_t pid = fork();
+		CHECK(pid >= 0, "fork: %s", strerror(errno));
+		if (pid == 0)
+			child_of_closed(fd);
+		wait_child(pid);
+	}
+	close(fd);
+}
+
+static CUfileHandle_t busy_fh;
+static atomic_bool busy_stop, park_ask, parked;
+static atomic_ulong busy_reads;
+
+static void *busy(void *arg)
+{
+	(void)arg;
+	unsigned k = 0;
+	while (!atomic_load(&busy_stop)) {
+		if (atomic_load(&park_ask)) {
+			atomic_store(&parked, true);
+			while (atomic_load(&park_ask))
+				usleep(100);
+			atomic_store(&parked, false);
+		}
+		uint64_t off = (k++ * 65537u) % (FSZ - 65536);
+		read_check(busy_fh, off, 1 + k % 65536);
+		atomic_fetch_add(&busy_reads, 1);
+	}
+	return NULL;
+}
+
+static void c_busy(void)
+{
+	int fd = open_file();
+	CU_OK(L.cuFileDriverOpen());
+	busy_fh = reg(fd);
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, busy, NULL) == 0, "pthread_create");
+	for (unsigned i = 0; i < 6; i++) {
+		usleep(20000);
+		if (PARK_AROUND_FORK) {
+			atomic_store(&park_ask, true);
+			while (!atomic_load(&parked))
+				usleep(100);
+		}
+		fflush(NULL);
+		pid_t pid = fork();
+		CHECK(pid >= 0, "fork: %s", strerror(errno));
+		if (pid == 0)
+			child_of_open(busy_fh, fd, 100 + i);
+		if (PARK_AROUND_FORK)
+			atomic_store(&park_ask, false);
+		wait_child(pid);
+	}
+	atomic_store(&busy_stop, true);
+	pthread_join(t, NULL);
+	CHECK(atomic_load(&busy_reads) > 0, "the busy thread read nothing");
+	read_check(busy_fh, 0, FSZ);
+	L.cuFileHandleDeregister(busy_fh);
+	CU_OK(L.cuFileDriverClose_v2());
+	close(fd);
+}
+
+int main(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++)
+		if (!strncmp(argv[i], "--lib=", 6))
+			lib = argv[i] + 6;
+	if (!lib) {
+		fprintf(stderr, "usage: %s --lib=PATH\n", argv[0]);
+		return 2;
+	}
+	char why[512];
+	CHECK(ods_cufile_load(&L, lib, 0, why, sizeof(why)) == 0, "load %s: %s", lib, why);
+	CHECK(L.dropin, "%s is not OpenDS's drop-in", lib);
+	const char *tmp = getenv("TMPDIR");
+	snprintf(path, sizeof(path), "%s/cufile-fork-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	int fd = mkstemp(path);
+	CHECK(fd >= 0, "mkstemp: %s", strerror(errno));
+	oracle = malloc(FSZ);
+	CHECK(oracle, "malloc");
+	for (uint64_t i = 0; i < FSZ; i++)
+		oracle[i] = pat(i);
+	CHECK(pwrite(fd, oracle, FSZ, 0) == (ssize_t)FSZ, "pwrite");
+	close(fd);
+
+	static const struct {
+		const char *name;
+		void (*fn)(void);
+	} cases[] = { { "open", c_open }, { "closed", c_closed }, { "busy", c_busy } };
+	int failed = 0;
+	alarm(240);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		fflush(NULL);
+		pid_t p = fork();
+		CHECK(p >= 0, "fork");
+		if (p == 0) {
+			who = cases[i].name;
+			cases[i].fn();
+			fflush(NULL);
+			_exit(0);
+		}
+		int st = 0;
+		CHECK(waitpid(p, &st, 0) == p, "waitpid");
+		bool ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+		printf("%s: %s\n", cases[i].name, ok ? "OK" : "FAILED");
+		failed += !ok;
+	}
+	unlink(path);
+	free(oracle);
+	printf("%d passed, %d failed\n", (int)(sizeof(cases) / sizeof(*cases)) - failed, failed);
+	return failed ? 1 : 0;
+}
