@@ -4,7 +4,10 @@
  * path of issue 17.
  */
 #include <pthread.h>
+#include <errno.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "uring_int.h"
 
@@ -125,6 +128,78 @@ static ssize_t inline_pread(struct ods_io *io, int fd)
 	return n;
 }
 
+/* A cold read that reaches the end of the file (a small file read whole),
+ * on the caller's thread: the covering blocks O_DIRECT into a bounce, as
+ * the engine's worker would read them, without its two hand-offs (to the
+ * worker and back: a futex wake-up and 2 context switches per file) and
+ * its second cachestat and fstat. The shape of the disk ceiling
+ * (threads x pread O_DIRECT). Only reads that end at EOF: nothing follows
+ * them to read ahead, where a cold piece of a longer file keeps the engine
+ * and its read-ahead (stage_ra.c). fsize: the file's size at the call.
+ * The kernel writes dirty cached pages of the range back before a direct
+ * read, so the bytes are the file's; bytes a direct read does not return
+ * (the file shrank since, or a file system that returns short counts) are
+ * read again buffered, as the POSIX path refills. ODS_NOT_INLINE where no
+ * O_DIRECT fd can be had or the file system refuses it (the engine falls
+ * back by itself). */
+static ssize_t inline_direct(struct ods_io *io, off_t fsize)
+{
+	struct ods_handle *h = io->fh;
+	off_t end = io->off + (off_t)io->size;
+	if (end > fsize)
+		end = fsize;
+	off_t a0 = ods_align_down(io->off);
+	if (end <= io->off || fsize > INT64_MAX - (off_t)ODS_ALIGN)
+		return ODS_NOT_INLINE;
+	size_t lead = (size_t)(io->off - a0);
+	size_t want = ((size_t)(end - a0) + ODS_ALIGN - 1) & ~((size_t)ODS_ALIGN - 1);
+	if (want > bp.size)
+		return ODS_NOT_INLINE;
+	int dfd = ods_handle_fd_direct(h);
+	if (dfd < 0)
+		return ODS_NOT_INLINE;
+	bool pooled;
+	char *b = bounce_get(want, &pooled);
+	if (!b)
+		return -ENOMEM;
+	size_t done = 0;
+	ssize_t ret = 0;
+	while (done < want) {
+		ssize_t r = pread(dfd, b + done, want - done, a0 + (off_t)done);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			ret = done == 0 && errno == EINVAL ? ODS_NOT_INLINE : -errno;
+			break;
+		}
+		done += (size_t)r;
+		if (r == 0 || (size_t)r % ODS_ALIGN)
+			break; /* EOF */
+	}
+	if (ret == 0 && a0 + (off_t)done < end) {
+		/* short of the size the file had: read the rest buffered,
+		 * which stops where the file now ends */
+		ssize_t r = ods_pread_full(h->fd, b + done, (size_t)(end - a0) - done, a0 + (off_t)done);
+		if (r < 0)
+			ret = r;
+		else
+			done += (size_t)r;
+	}
+	if (ret == 0) {
+		size_t n = done > lead ? done - lead : 0;
+		if (n > (size_t)(end - io->off))
+			n = (size_t)(end - io->off);
+		int rc = 0;
+		if (n && io->mem == ODS_MEM_HOST)
+			memcpy(io->buf, b + lead, n);
+		else if (n)
+			rc = ods_drv.accel->copy_to_device(io->buf, b + lead, n);
+		ret = rc ? -rc : (ssize_t)n;
+	}
+	bounce_put(b, pooled);
+	return ret;
+}
+
 ssize_t ods_uring_inline(struct ods_io *io)
 {
 	if (io->opcode != OPENDS_READ)
@@ -142,9 +217,17 @@ ssize_t ods_uring_inline(struct ods_io *io)
 	 * system call); smaller ones, where one buffered read is one trip
 	 * to the disk either way, do not. */
 	if (!h->direct) {
-		if (io->size >= PROBE_MIN && !ods_uring_cached(h->fd, io->off, io->off + (off_t)io->size, -1) &&
-		    ods_uring_has_cachestat())
-			return ODS_NOT_INLINE; /* (without cachestat: inline, as before) */
+		off_t end = io->off + (off_t)io->size;
+		if (io->size >= PROBE_MIN && !ods_uring_cached(h->fd, io->off, end, -1) && ods_uring_has_cachestat()) {
+			/* not all cached, or the range runs past EOF (pages
+			 * there are never cached): the file's size tells */
+			off_t fs = ods_handle_size(h);
+			if (fs < 0)
+				return ODS_NOT_INLINE;
+			if (fs < end && ods_uring_cached(h->fd, io->off, end, fs))
+				return inline_pread(io, h->fd); /* hot, asked past EOF */
+			return fs <= end ? inline_direct(io, fs) : ODS_NOT_INLINE;
+		} /* (without cachestat: inline, as before) */
 		return inline_pread(io, h->fd);
 	}
 	/* O_DIRECT: a cached range is read buffered through the twin, as a
