@@ -47,7 +47,7 @@ ssize_t ods_io_prepare(struct ods_io *io, int opcode, opends_handle_t fh, const 
 	enum ods_mem_kind kind;
 	unsigned dev = 0;
 	/* the range holding the target decides; else the one holding buf */
-	if (ods_region_find(t, &r) || ods_region_find(b, &r)) {
+	if (ods_region_find(t, &r) || (b != t && ods_region_find(b, &r))) {
 		if (t < r.base || t + size > r.base + r.size)
 			return -ods_fail(OPENDS_INVALID_MAPPING_RANGE,
 					 "%s: buf + buf_offset + size runs past the registered range [%p, +%zu)", op,
