@@ -340,6 +340,8 @@ def load_all(st, path: str, devices: List[Any], framework: str, piece_size: int,
     is parsed. A URL source (rados://...) has no size to read against
     before the header is parsed, so it reads after, up to the last tensor.
     """
+    from . import _stindex  # (it imports this module)
+
     clock = time.perf_counter
     t0 = clock()
     url = is_url(path)
@@ -356,9 +358,15 @@ def load_all(st, path: str, devices: List[Any], framework: str, piece_size: int,
     waiter = _start_read(path, bufs, data_len, 8 + n, piece_size) if early else None
     t1 = clock()
     try:
-        _, hdr, _meta = st._header(path, head, size)
+        tab = None
+        if len(head) == 8 + n and n <= st.MAX_HEADER_SIZE:  # (else _header says what is wrong)
+            tab = _stindex.table(head, n, size - 8 - n, st._BITS)  # None: the Python parser decides
+        parser = "c" if tab is not None else "orjson" if _orjson is not None else "json"
+        if tab is None:
+            _, hdr, _meta = st._header(path, head, size)
         t2 = clock()
-        tab = table(hdr, st._BITS, size - 8 - n)
+        if tab is None:
+            tab = table(hdr, st._BITS, size - 8 - n)
         if tab is None:  # the per-entry checks: the exact error, or tensors out of file order
             sel = list(st._parse(path, head, size)[1].values())
             tab = Table([t.name for t in sel], [t.dtype for t in sel], [list(t.shape) for t in sel],
@@ -369,7 +377,7 @@ def load_all(st, path: str, devices: List[Any], framework: str, piece_size: int,
             waiter = _start_read(path, bufs, data_len, 8 + n, piece_size) if data_len else None
         by, odd = groups(tab, st._itemsize)
         if torch is not None:
-            for name in set(tab.dtypes):  # a dtype this torch lacks fails here
+            for name in tab.kinds if tab.kinds is not None else set(tab.dtypes):  # a dtype this torch lacks fails here
                 st._torch_dtype(torch, name)
         t3 = clock()
         with _untracked(torch):
@@ -397,7 +405,7 @@ def load_all(st, path: str, devices: List[Any], framework: str, piece_size: int,
                 out.update(st._tensors_numpy(np, buf, sel, offs, copy))
     t6 = clock()
     last_phases.update(head=t1 - t0, json=t2 - t1, table=t3 - t2, views=t4 - t3, wait=t5 - t4, odd=t6 - t5,
-                       tensors=len(tab.names), parser="orjson" if _orjson is not None else "json")  # fmt: skip
+                       tensors=len(tab.names), parser=parser)  # fmt: skip
     if copy:
         odd_names = {tab.names[i] for i in odd}
         for out in outs:
@@ -444,8 +452,9 @@ READ_FIRST = True
 
 #: Seconds spent in each phase of the last load_all (python/bench_many_tensors.py
 #: prints them): head (the header's bytes read, the data read started), json
-#: (parse), table (checks, grouping), views (tensor objects), wait (for the
-#: data read still running), odd (misaligned/empty tensors), copy (copy=True).
+#: (parse; "parser" says which: "c" for the C indexer), table (checks,
+#: grouping), views (tensor objects), wait (for the data read still
+#: running), odd (misaligned/empty tensors), copy (copy=True).
 last_phases: Dict[str, Any] = {}
 
 

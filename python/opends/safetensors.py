@@ -38,7 +38,10 @@ two packed values (ml_dtypes' float4 takes a byte per value).
 Validation, as the reference: header length and size limit, JSON, duplicate
 names, dtypes, shapes against sizes, offsets in range and not overlapping.
 Unlike the reference, gaps between tensors and trailing bytes after the last
-one are accepted.
+one are accepted. A whole-file load indexes the header in C (libopends'
+header indexer, opends/_stindex.py) where it can; anything it does not
+index, errors included, goes to the Python parser here, so the tensors and
+the messages are the same either way (only faster for the ordinary file).
 
 Alignment: a tensor whose offset is not a multiple of its item size is
 copied into its own allocation instead of viewed.
