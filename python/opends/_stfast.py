@@ -419,14 +419,19 @@ def load_all(st, path: str, devices: List[Any], framework: str, piece_size: int,
 def _views(st, torch, np, buf, tab: Table, by: Dict[str, List[int]]) -> Dict[str, Any]:
     """{name: view of buf} for the tensors of by, in the header's order
     (names of the tensors not in by map to None until the caller sets them)."""
-    idxs, vals = [], []
-    for name, idx in by.items():
+    def group(name, idx):
         shape_of = _f4_shape(st) if name == "F4" else None
         if torch is not None:
             dt = st._torch_dtype(torch, name)
-            vs = views_torch(torch, buf, tab, idx, dt, st._itemsize(name), shape_of)
-        else:
-            vs = views_numpy(np, buf, tab, idx, st._numpy_dtype(np, name), shape_of)
+            return views_torch(torch, buf, tab, idx, dt, st._itemsize(name), shape_of)
+        return views_numpy(np, buf, tab, idx, st._numpy_dtype(np, name), shape_of)
+
+    idxs, vals = [], []
+    if torch is not None and VIEW_THREADS > 1 and len(by) > 1 and len(tab.names) >= 4096:
+        groups_vs = _threaded(torch, group, list(by.items()))
+    else:
+        groups_vs = [group(name, idx) for name, idx in by.items()]
+    for idx, vs in zip(by.values(), groups_vs):
         idxs.append(idx)
         vals += vs
     n = len(tab.names)
@@ -449,6 +454,41 @@ def _views(st, torch, np, buf, tab: Table, by: Dict[str, List[int]]) -> Dict[str
 #: copies (python/bench_many_tensors.py's loader "opends-parsefirst"
 #: measures both orders on the same machine).
 READ_FIRST = True
+
+#: Threads that make a big file's views, a dtype each (0 or 1: the calling
+#: thread makes them all). torch makes a view with the GIL released, so the
+#: dtypes' views can be made at once on a host with cores to spare; on a
+#: busy 2-core machine it was slower. python/bench_many_tensors.py's loader
+#: "opends-threads" measures it against the default.
+VIEW_THREADS = 0
+
+
+def _threaded(torch, group, items):
+    """[group(name, idx) for (name, idx) in items], up to VIEW_THREADS at
+    once (fresh threads: a pool's would not survive a fork), each thread
+    below autograd's view tracking as the caller is (it is per thread)."""
+    out: List[Any] = [None] * len(items)
+
+    def run(lo):
+        try:
+            with _untracked(torch):
+                for k in range(lo, len(items), VIEW_THREADS):
+                    out[k] = group(*items[k])
+        except BaseException as e:  # handed to the caller
+            out[lo] = e
+
+    ts = [threading.Thread(target=run, args=(k,), name="opends-views", daemon=True)
+          for k in range(1, min(VIEW_THREADS, len(items)))]  # fmt: skip
+    for t in ts:
+        t.start()
+    run(0)
+    for t in ts:
+        t.join()
+    for r in out:
+        if isinstance(r, BaseException):
+            raise r
+    return out
+
 
 #: Seconds spent in each phase of the last load_all (python/bench_many_tensors.py
 #: prints them): head (the header's bytes read, the data read started), json

@@ -280,3 +280,30 @@ def test_against_the_safetensors_package(tmp_path):
                     contiguous = covered and covered[0][0] == 0 and covered[-1][1] == data_len and all(
                         x[1] == y[0] for x, y in zip(covered, covered[1:]))
                     assert not contiguous, bad[:200]
+
+
+def test_torch_views_same_in_threads_and_without_the_indexer(tmp_path, monkeypatch):
+    """Four dtypes interleaved (the bench's file) and a few odd tensors: the
+    same tensors with the views made in threads, with the C indexer off."""
+    torch = pytest.importorskip("torch")
+    h, off = {}, 0
+    for i in range(4100):
+        dt, isz = [("F16", 2), ("BF16", 2), ("F32", 4), ("U8", 1)][i % 4]
+        shape = [8 // isz] if i % 7 else [2, 4 // isz]
+        h["t%d" % i] = {"dtype": dt, "shape": shape, "data_offsets": [off, off + 8]}
+        off += 8 + (1 if i == 4000 else 0)  # one misaligned tensor after it
+    p = str(tmp_path / "m.safetensors")
+    _file(p, json.dumps(h).encode(), off)
+    runs = []
+    for threads, on in ((0, True), (4, True), (0, False)):
+        monkeypatch.setattr(_stfast, "VIEW_THREADS", threads)
+        monkeypatch.setattr(_stindex, "ENABLED", on)
+        got = ost.load_file(p, framework="torch")
+        assert (_stfast.last_phases["parser"] == "c") == on
+        assert list(got) == list(h)
+        runs.append({k: (v.dtype, tuple(v.shape), v.contiguous().view(-1).view(torch.uint8).numpy().tobytes())
+                     for k, v in got.items()})  # fmt: skip
+    assert runs[0] == runs[1] == runs[2]
+    raw = open(p, "rb").read()[8 + len(json.dumps(h).encode()) :]
+    for k, e in h.items():
+        assert runs[0][k][2] == raw[e["data_offsets"][0] : e["data_offsets"][1]], k
