@@ -107,5 +107,6 @@
 #include "opends/stream.h"  /* stream-ordered I/O */
 #include "opends/batch.h"   /* batch I/O */
 #include "opends/sources.h" /* sources: RADOS, URLs, callback tables */
+#include "opends/tensors.h" /* tensor files: a safetensors header as arrays */
 
 #endif /* OPENDS_H */

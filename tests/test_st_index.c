@@ -7,29 +7,29 @@
  * python/tests/test_stindex.py. */
 #include "common.h"
 
-#include "../src/formats/st_index.h"
+#include "opends.h"
 
 static const char DTYPES[] = "BOOL\0U8\0F16\0F32\0F4\0";
 static const uint8_t BITS[] = {8, 8, 16, 32, 4};
 
 /* hdr copied into an allocation of exactly its length (ASan sees any read
  * past it), indexed with data_len. */
-static int index_exact(const char *hdr, size_t len, uint64_t data_len, struct opends_st_index **ix)
+static int index_exact(const char *hdr, size_t len, uint64_t data_len, opends_safetensors_index_t **ix)
 {
 	char *copy = malloc(len ? len : 1);
 	CHECK(copy != NULL);
 	memcpy(copy, hdr, len);
-	int rc = opends__st_index(copy, len, data_len, DTYPES, BITS, ix);
+	int rc = opends_safetensors_index(copy, len, data_len, DTYPES, BITS, ix);
 	free(copy);
 	return rc;
 }
 
 static int rc_of(const char *hdr, uint64_t data_len)
 {
-	struct opends_st_index *ix = NULL;
+	opends_safetensors_index_t *ix = NULL;
 	int rc = index_exact(hdr, strlen(hdr), data_len, &ix);
 	CHECKF((rc == 0) == (ix != NULL), "rc %d with ix %p", rc, (void *)ix);
-	opends__st_index_free(ix);
+	opends_safetensors_index_free(ix);
 	return rc;
 }
 
@@ -42,7 +42,7 @@ static const char VALID[] =
 
 static void test_valid(void)
 {
-	struct opends_st_index *ix = NULL;
+	opends_safetensors_index_t *ix = NULL;
 	CHECK(index_exact(VALID, strlen(VALID), 30, &ix) == 0);
 	CHECK(ix->n == 4);
 	static const char names[] = "w\xc3\xa9\0b\0e\0q\xf0\x9f\x98\x80";
@@ -55,12 +55,12 @@ static void test_valid(void)
 		CHECKF(ix->dtype[i] == dt[i] && ix->ndim[i] == nd[i] && ix->begin[i] == b[i] && ix->end[i] == e[i] &&
 			       ix->numel[i] == numel[i],
 		       "tensor %d", i);
-	opends__st_index_free(ix);
+	opends_safetensors_index_free(ix);
 	CHECK(rc_of("{}", 0) == 0);
 	CHECK(rc_of(" {\"__metadata__\" : null} ", 0) == 0);
-	opends__st_index_free(NULL);
-	EXPECT_SSZ_ND(opends__st_index(VALID, 1, 0, DTYPES, BITS, NULL), -EINVAL);
-	EXPECT_SSZ_ND(opends__st_index(NULL, 1, 0, DTYPES, BITS, &ix), -EINVAL);
+	opends_safetensors_index_free(NULL);
+	EXPECT_SSZ_ND(opends_safetensors_index(VALID, 1, 0, DTYPES, BITS, NULL), -EINVAL);
+	EXPECT_SSZ_ND(opends_safetensors_index(NULL, 1, 0, DTYPES, BITS, &ix), -EINVAL);
 	CHECK(ix == NULL);
 }
 
@@ -108,9 +108,9 @@ static void test_corruptions(void)
 	int indexed = 0;
 	static const char vals[] = {'"', '\\', '{', '}', '[', ']', ',', ':', '0', '9', '-', 0, (char)0xff, 'u'};
 	for (size_t i = 0; i <= len; i++) {
-		struct opends_st_index *ix = NULL;
+		opends_safetensors_index_t *ix = NULL;
 		int rc = index_exact(VALID, i, 30, &ix); /* a cut */
-		opends__st_index_free(ix);
+		opends_safetensors_index_free(ix);
 		CHECK(rc == 0 || rc == 1);
 		if (i == len)
 			break;
@@ -125,13 +125,13 @@ static void test_corruptions(void)
 				for (uint64_t k = 0; k < ix->n; k++)
 					CHECK(ix->begin[k] <= ix->end[k] && ix->end[k] <= 30);
 			}
-			opends__st_index_free(ix);
+			opends_safetensors_index_free(ix);
 		}
 		memcpy(buf, VALID, i);
 		memcpy(buf + i, VALID + i + 1, len - i - 1); /* a byte dropped */
 		ix = NULL;
 		CHECK(index_exact(buf, len - 1, 30, &ix) <= 1);
-		opends__st_index_free(ix);
+		opends_safetensors_index_free(ix);
 	}
 	free(buf);
 	CHECK(indexed > 0); /* (whitespace changes, equal digits) */
@@ -148,12 +148,12 @@ static void test_many(void)
 		at += (size_t)sprintf(h + at, "%s\"layers.%d.w\":{\"dtype\":\"F16\",\"shape\":[8],\"data_offsets\":[%d,%d]}",
 				      i ? "," : "", i, i * 16, i * 16 + 16);
 	at += (size_t)sprintf(h + at, "}");
-	struct opends_st_index *ix = NULL;
+	opends_safetensors_index_t *ix = NULL;
 	CHECK(index_exact(h, at, 20000 * 16, &ix) == 0);
 	CHECK(ix->n == 20000 && ix->ndims == 20000);
 	for (int i = 0; i < 20000; i += 997)
 		CHECK(ix->begin[i] == i * 16 && ix->numel[i] == 8 && ix->dtype[i] == 2);
-	opends__st_index_free(ix);
+	opends_safetensors_index_free(ix);
 	free(h);
 }
 

@@ -1,4 +1,4 @@
-"""A safetensors header indexed in C (libopends' opends__st_index,
+"""A safetensors header indexed in C (libopends' opends_safetensors_index,
 src/formats/st_index.c) into arrays: names, dtype codes, shapes, offsets.
 
 The Python parser (json/orjson, then _stfast.table's checks) made about ten
@@ -49,7 +49,7 @@ def _functions():
         try:
             from ._lib import lib
 
-            f, free = lib.opends__st_index, lib.opends__st_index_free
+            f, free = lib.opends_safetensors_index, lib.opends_safetensors_index_free
             f.restype = ctypes.c_int
             f.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint64, ctypes.c_char_p, ctypes.c_char_p,
                           ctypes.POINTER(ctypes.POINTER(_Index))]  # fmt: skip

@@ -14,7 +14,7 @@ import pytest
 from opends import _stfast, _stindex
 from opends import safetensors as ost
 
-pytestmark = pytest.mark.skipif(_stindex._functions() is None, reason="this libopends has no opends__st_index")
+pytestmark = pytest.mark.skipif(_stindex._functions() is None, reason="this libopends has no opends_safetensors_index")
 
 
 def index(hdr: bytes, data_len: int):

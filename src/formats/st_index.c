@@ -1,5 +1,5 @@
-/* The safetensors header indexer (st_index.h): one pass over the JSON that
- * fills arrays, instead of ~10 Python objects per tensor. It parses the
+/* The safetensors header indexer (include/opends/tensors.h): one pass over
+ * the JSON that fills arrays, instead of ~10 Python objects per tensor. It parses the
  * subset of JSON a safetensors writer produces and gives up (returns 1,
  * the Python parser decides) on anything else, so that whatever it accepts
  * the Python parser accepts with the same tensors:
@@ -16,7 +16,7 @@
  * safetensors' own rules (safetensors/src/tensor.rs) and the Python
  * parser's (python/opends/safetensors.py _parse) are the reference; the
  * differential test is python/tests/test_stindex.py. */
-#include "st_index.h"
+#include "opends.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -296,7 +296,7 @@ static int skip_value(struct parser *p, int depth)
 
 struct state {
 	struct parser p;
-	struct opends_st_index *ix;
+	opends_safetensors_index_t *ix;
 	struct bytes names, key;
 	size_t cap_n, cap_dims;
 	uint64_t *name_at; /* offset of each name in names */
@@ -313,7 +313,7 @@ static bool is(const struct bytes *k, const char *word)
 
 static int grow(struct state *st, size_t need)
 {
-	struct opends_st_index *ix = st->ix;
+	opends_safetensors_index_t *ix = st->ix;
 	size_t c = st->cap_n;
 	if (need <= c)
 		return 0;
@@ -345,7 +345,7 @@ static int grow(struct state *st, size_t need)
 static int entry(struct state *st, uint64_t i)
 {
 	struct parser *p = &st->p;
-	struct opends_st_index *ix = st->ix;
+	opends_safetensors_index_t *ix = st->ix;
 	unsigned seen = 0;
 	int64_t begin = 0, end = 0;
 	uint64_t numel = 1;
@@ -459,7 +459,7 @@ static int no_duplicates(struct state *st)
 static int header(struct state *st)
 {
 	struct parser *p = &st->p;
-	struct opends_st_index *ix = st->ix;
+	opends_safetensors_index_t *ix = st->ix;
 	int metas = 0;
 	if (!eat(p, '{'))
 		return -1;
@@ -492,7 +492,7 @@ static int header(struct state *st)
 	return no_duplicates(st);
 }
 
-void opends__st_index_free(struct opends_st_index *ix)
+void opends_safetensors_index_free(opends_safetensors_index_t *ix)
 {
 	if (!ix)
 		return;
@@ -506,8 +506,8 @@ void opends__st_index_free(struct opends_st_index *ix)
 	free(ix);
 }
 
-int opends__st_index(const char *hdr, size_t len, uint64_t data_len, const char *dtypes, const uint8_t *bits,
-		     struct opends_st_index **out)
+int opends_safetensors_index(const char *hdr, size_t len, uint64_t data_len, const char *dtypes, const uint8_t *bits,
+			     opends_safetensors_index_t **out)
 {
 	if (!out)
 		return -EINVAL;
@@ -527,7 +527,7 @@ int opends__st_index(const char *hdr, size_t len, uint64_t data_len, const char 
 	st.ix->names = st.names.p;
 	st.ix->names_len = st.names.len;
 	if (st.p.oom || bad) {
-		opends__st_index_free(st.ix);
+		opends_safetensors_index_free(st.ix);
 		return st.p.oom ? -ENOMEM : NOT_INDEXED;
 	}
 	*out = st.ix;
