@@ -16,7 +16,11 @@
  *             (its submitter waits for room halfway, after waking the
  *             workers for those queued), one of them needing no transfer:
  *             every chunk handed out in the batch's order, byte-exact
- * Usage: test_stage_fair devices|fifo|cancel|many
+ *   extra     with two devices, the extra workers take nothing of one
+ *             device's read, and chunks of both once a second device's is
+ *             queued while the first workers are busy; none with
+ *             OPENDS_IO_THREADS given
+ * Usage: test_stage_fair devices|fifo|cancel|many|extra
  */
 #include <signal.h>
 #include <stdio.h>
@@ -41,6 +45,7 @@ static pthread_cond_t g_cv = PTHREAD_COND_INITIALIZER;
 static struct ods_stage_unit *g_held[MAXSTART];
 static unsigned g_nheld;
 static struct ods_io *g_started[MAXSTART]; /* the request of each chunk, in hand-out order */
+static unsigned g_worker[MAXSTART];        /* and the worker it was handed to */
 static unsigned g_nstarted;
 
 static int gm_req_init(struct ods_stage_req *r)
@@ -64,6 +69,7 @@ static void gm_read(struct ods_stage_unit *u)
 	pthread_mutex_lock(&g_lock);
 	if (g_nstarted == MAXSTART)
 		FAIL("more chunks handed out than the requests have");
+	g_worker[g_nstarted] = (unsigned)((uintptr_t)ods_stage_ctx(u) - 1);
 	g_started[g_nstarted++] = u->r->io;
 	g_held[g_nheld++] = u;
 	pthread_cond_broadcast(&g_cv);
@@ -200,14 +206,19 @@ static unsigned count_of(const struct ods_io *io, unsigned from, unsigned n)
 	return k;
 }
 
-static struct ods_stage *open_engine(unsigned threads)
+static struct ods_stage *open_engine_cfg(unsigned threads, const struct ods_config *cfg)
 {
 	struct ods_stage_params p = { .threads = threads, .depth = 2, .chunk = CHUNK, .spin_us = 0 };
-	static struct ods_config cfg;
 	struct ods_stage *s;
-	if (ods_stage_open(&s, &p, &gate_mover, &cfg, &ods_accel_hostdev))
+	if (ods_stage_open(&s, &p, &gate_mover, cfg, &ods_accel_hostdev))
 		FAIL("ods_stage_open: %s", opends_last_error_detail());
 	return s;
+}
+
+static struct ods_stage *open_engine(unsigned threads)
+{
+	static struct ods_config cfg;
+	return open_engine_cfg(threads, &cfg);
 }
 
 /* Two large reads; the second is queued while every unit holds a chunk of
@@ -292,6 +303,64 @@ static void case_cancel(void)
 	printf("cancel: from the middle and the tail of the queue, -ECANCELED, the rest byte-exact\n");
 }
 
+/* The extra workers: on an accelerator with two devices and a worker count
+ * the backend chose (no OPENDS_IO_THREADS), as many workers again are
+ * started, and they take chunks only while requests for two or more devices
+ * are queued. With one device's read queued they take none (its chunks
+ * wait for the first workers' units); once a second device's read is
+ * queued, they take its chunks while every unit of the first workers still
+ * holds one of the first read's, shared out over the two reads as the first
+ * workers are. With the count given, there are none. */
+static void case_extra(void)
+{
+	setenv("OPENDS_HOSTDEV_DEVICES", "2", 1);
+	char why[256];
+	static struct ods_config cfg;
+	if (ods_accel_hostdev.open(&cfg, why, sizeof(why)))
+		FAIL("hostdev with two devices: %s", why);
+	for (unsigned given = 0; given <= 1; given++) {
+		reset();
+		cfg.io_threads = given ? 2 : 0;
+		struct ods_stage *s = open_engine_cfg(2, &cfg);
+		struct req a, b;
+		submit(s, &a, 0, 0, LEN, false);
+		wait_held(4, MAXSTART);
+		usleep(50 * 1000); /* time for an extra worker to take one, were it wrong */
+		if (nstarted() != 4)
+			FAIL("%s: %u chunks of one device's read handed out, want 4 (2 workers x 2 units)",
+			     given ? "OPENDS_IO_THREADS given" : "extra workers", nstarted());
+		for (unsigned i = 0; i < 4; i++)
+			if (g_worker[i] >= 2)
+				FAIL("extra worker %u took chunk %u of one device's read", g_worker[i], i);
+		submit(s, &b, 1, (off_t)LEN, LEN, false);
+		if (!given) {
+			wait_held(8, MAXSTART);
+			/* shared out as the first ones are: extra 2 to the
+			 * first device, extra 3 to the second */
+			if (nstarted() != 8 || count_of(&b.io, 4, 4) != 2)
+				FAIL("extra workers: %u chunks handed out (%u of the second device's read after the 4 of the "
+				     "first), want 8 (2)",
+				     nstarted(), count_of(&b.io, 4, 4));
+			for (unsigned i = 4; i < 8; i++)
+				if (g_worker[i] < 2)
+					FAIL("chunk %u went to worker %u, whose units all hold the first read's", i,
+					     g_worker[i]);
+		} else {
+			usleep(50 * 1000);
+			if (nstarted() != 4)
+				FAIL("OPENDS_IO_THREADS given: %u chunks handed out with every unit busy, want 4",
+				     nstarted());
+		}
+		finish(&a, (ssize_t)LEN, "read A");
+		finish(&b, (ssize_t)LEN, "read B");
+		ods_stage_close(s);
+		if (nstarted() != 2 * NCHUNK)
+			FAIL("%u chunks handed out, want %u", nstarted(), 2 * NCHUNK);
+		printf("%s: %s\n", given ? "OPENDS_IO_THREADS given" : "two devices",
+		       given ? "no extra workers" : "the extra workers idle for one device, take the second's chunks");
+	}
+}
+
 #define NMANY 8
 
 struct many {
@@ -353,7 +422,7 @@ static void case_many(void)
 int main(int argc, char **argv)
 {
 	if (argc != 2)
-		FAIL("usage: test_stage_fair devices|fifo|cancel|many");
+		FAIL("usage: test_stage_fair devices|fifo|cancel|many|extra");
 	alarm(60); /* a request lost from the queue would hang */
 	g_model = malloc(2 * LEN);
 	if (!g_model)
@@ -373,6 +442,8 @@ int main(int argc, char **argv)
 		case_cancel();
 	else if (!strcmp(argv[1], "many"))
 		case_many();
+	else if (!strcmp(argv[1], "extra"))
+		case_extra();
 	else
 		FAIL("unknown case %s", argv[1]);
 	free(g_model);

@@ -28,7 +28,10 @@ extern "C" {
  *   OPENDS_BACKEND      auto (default) or a backend's name: ref, uring, ...
  *                       auto takes the fastest backend that works here.
  *   OPENDS_ACCEL        auto (default), cuda or host: the accelerator layer.
- *   OPENDS_IO_THREADS   worker threads, 1..256.
+ *   OPENDS_IO_THREADS   worker threads, 1..256. Unset, the backend picks the
+ *                       count, and with two or more devices as many again
+ *                       start that work only while reads or writes for two
+ *                       or more devices are queued; set, exactly that many.
  *   OPENDS_QUEUE_DEPTH  operations in flight per worker, 1..4096.
  *   OPENDS_IO_KWORKERS  uring: kernel threads per worker that copy reads of
  *                       cached ranges (and reads of cached ranges a worker

@@ -325,6 +325,8 @@ static bool fill(struct ods_stage_worker *w)
 	bool popped;
 	struct ods_stage_req *r;
 	w->declined = false;
+	if (ods_stage_extra_idle(w))
+		return false; /* (without the queue's lock) */
 	while (w->nfree) {
 		if (mover_full(w)) {
 			/* leave the rest to other workers; completions wake this one */
@@ -429,8 +431,9 @@ static void *worker_main(void *arg)
 			 * it, and their completions wake it (one the mover calls
 			 * full is not free: it waits for those) */
 			atomic_store(&w->sleeping, 1);
-			if ((atomic_load(&s->queued) && !w->declined) || atomic_load(&s->stop) ||
-			    atomic_load(&w->posted)) {
+			bool extra = w->idx >= s->p.threads; /* (declined while one device was queued) */
+			if ((atomic_load(&s->queued) && (extra ? !ods_stage_extra_idle(w) : !w->declined)) ||
+			    atomic_load(&s->stop) || atomic_load(&w->posted)) {
 				atomic_store(&w->sleeping, 0);
 				continue;
 			}
@@ -457,7 +460,7 @@ static void stop_workers(struct ods_stage *s)
 		ods_stage_wake_worker(&s->w[i]);
 	for (unsigned i = 0; i < s->started; i++)
 		pthread_join(s->w[i].tid, NULL);
-	for (unsigned i = 0; i < s->p.threads; i++) {
+	for (unsigned i = 0; i < s->nw; i++) {
 		struct ods_stage_worker *w = &s->w[i];
 		if (w->ctx)
 			s->mv->worker_close(w->ctx);
@@ -478,8 +481,11 @@ int ods_stage_open(struct ods_stage **out, const struct ods_stage_params *p, con
 	int rc;
 	struct ods_stage_params fitted = *p;
 	size_t reserved;
+	unsigned nw = p->threads + ods_stage_extra_workers(p, cfg, accel);
+	fitted.threads = nw; /* every worker's slots within the budget */
 	if ((rc = ods_stage_fit_budget(&fitted, m, cfg, &reserved)))
 		return rc;
+	fitted.threads = p->threads;
 	struct ods_stage *s = calloc(1, sizeof(*s));
 	if (!s) {
 		ods_pinned_release(reserved);
@@ -490,13 +496,14 @@ int ods_stage_open(struct ods_stage **out, const struct ods_stage_params *p, con
 	s->cfg = cfg;
 	s->p = fitted;
 	s->reserved = reserved;
+	s->nw = nw;
 	p = &s->p;
 	s->cap = p->threads * p->depth;
 	s->cap_bytes = (size_t)s->cap * p->chunk;
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->room, NULL);
 	pthread_cond_init(&s->ready_cv, NULL);
-	s->w = calloc(p->threads, sizeof(*s->w));
+	s->w = calloc(nw, sizeof(*s->w));
 	if (!s->w) {
 		ods_pinned_release(reserved);
 		pthread_cond_destroy(&s->room);
@@ -505,7 +512,7 @@ int ods_stage_open(struct ods_stage **out, const struct ods_stage_params *p, con
 		free(s);
 		return ods_fail(OPENDS_NOMEM_ERROR, "%s: out of memory", m->name);
 	}
-	for (unsigned i = 0; i < p->threads; i++) {
+	for (unsigned i = 0; i < nw; i++) {
 		struct ods_stage_worker *w = &s->w[i];
 		w->s = s;
 		w->idx = i;
@@ -525,10 +532,10 @@ int ods_stage_open(struct ods_stage **out, const struct ods_stage_params *p, con
 		if ((rc = m->worker_open(s, i, &w->ctx)))
 			goto fail;
 	}
-	for (unsigned i = 0; i < p->threads; i++) {
+	for (unsigned i = 0; i < nw; i++) {
 		if (pthread_create(&s->w[i].tid, NULL, worker_main, &s->w[i])) {
 			rc = ods_fail(OPENDS_INTERNAL_ERROR, "%s: could not start %u worker threads (OPENDS_IO_THREADS)",
-				      m->name, p->threads);
+				      m->name, nw);
 			goto fail;
 		}
 		s->started++;

@@ -11,7 +11,9 @@
  *              spread over every worker and small ones go to one each;
  *              while requests for two or more devices are queued, the
  *              workers are shared out over the devices (the oldest
- *              request of each), so each device's link stays busy
+ *              request of each), so each device's link stays busy; with
+ *              two or more devices (and no OPENDS_IO_THREADS) as many
+ *              workers again start, which take chunks only then
  *   units      each worker runs `depth` units; unit i owns slot i (a
  *              `chunk`-byte piece of pinned host memory) and fence i on the
  *              worker's copy lane

@@ -42,6 +42,7 @@ struct ods_stage {
 	struct ods_stage_params p;
 	size_t reserved;     /* bytes of the staging budget held */
 	unsigned started;
+	unsigned nw;         /* workers: p.threads, then the extra ones (ods_stage_extra_workers) */
 	struct ods_stage_worker *w;
 	pthread_mutex_t lock;
 	pthread_cond_t room;
@@ -50,7 +51,7 @@ struct ods_stage {
 	size_t qbytes, cap_bytes; /* ... unless their bytes stay below this */
 	atomic_uint queued;  /* requests with chunks left; for the sleep handshake */
 	unsigned nkey[ODS_STAGE_HOST_KEY + 1]; /* requests queued per fairness key */
-	unsigned ndevkeys;   /* device keys with requests queued */
+	atomic_uint ndevkeys; /* device keys with requests queued (changed under the lock) */
 	atomic_uint wake_rr; /* where the next wake-up scan starts */
 	atomic_bool stop;
 	unsigned ready;      /* workers done setting up (lock) */
@@ -64,6 +65,12 @@ void ods_stage_req_put(struct ods_stage_req *r);
 void ods_stage_wake_worker(struct ods_stage_worker *w);
 
 /* stage_queue.c */
+/* Workers started beyond p.threads: they take chunks only while requests
+ * for two or more devices are queued (stage_queue.c says why). */
+unsigned ods_stage_extra_workers(const struct ods_stage_params *p, const struct ods_config *cfg,
+				 const struct ods_accel *accel);
+/* w is one of those and may take nothing now */
+bool ods_stage_extra_idle(const struct ods_stage_worker *w);
 /* The next chunk [*c0, *c1) for w, with a reference on its request held;
  * NULL: none (w->declined set when w left a request to other workers).
  * *popped: the request has no chunks left and the queue's reference must
