@@ -108,6 +108,11 @@ struct ods_accel_streams {
 	void (*counter_put)(void *counter);
 	int (*stream_mark)(unsigned dev, void *stream, void *counter, uint32_t value);
 	uint32_t (*counter_read)(void *counter);
+	/* Optional: true when everything queued on stream so far has run
+	 * (cuStreamQuery's CUDA_SUCCESS), so that an operation queued now is
+	 * reached at once; false when work is pending or it is not known (a
+	 * default stream, an error). Never waits. */
+	bool (*stream_idle)(unsigned dev, void *stream);
 };
 
 struct ods_accel {

@@ -255,6 +255,17 @@ static int cuda_stream_copy(unsigned dev, void *stream, void *dst, const void *s
 	return r == CUDA_SUCCESS ? 0 : ods_cu_fail(r, to_device ? "cuMemcpyHtoDAsync" : "cuMemcpyDtoHAsync");
 }
 
+/* A stream of the caller's with nothing pending; default streams are
+ * never said to be idle (the legacy one waits for other streams). */
+static bool cuda_stream_idle(unsigned dev, void *stream)
+{
+	if (special(stream) || enter(dev, stream))
+		return false;
+	CUresult r = ods_cu.cuStreamQuery((CUstream)stream);
+	ods_cu_pop();
+	return r == CUDA_SUCCESS;
+}
+
 /* In the calling thread's current context, else device 0's. */
 static int cuda_stream_create(void **stream)
 {
@@ -418,4 +429,5 @@ const struct ods_accel_streams ods_cuda_streams = {
 	.counter_put = cuda_gate_put,
 	.stream_mark = cuda_stream_mark,
 	.counter_read = cuda_counter_read,
+	.stream_idle = cuda_stream_idle,
 };

@@ -391,6 +391,17 @@ static int sim_stream_destroy(void *stream)
 	return 0;
 }
 
+static bool sim_stream_idle(unsigned dev, void *stream)
+{
+	struct sim_stream *st = stream ? sim_find(dev, stream) : NULL;
+	if (!st)
+		return false;
+	pthread_mutex_lock(&st->lock);
+	bool idle = !st->head;
+	pthread_mutex_unlock(&st->lock);
+	return idle;
+}
+
 static int sim_stream_sync(void *stream)
 {
 	if (!stream) {
@@ -512,6 +523,7 @@ static const struct ods_accel_streams hostdev_streams = {
 	.counter_put = sim_gate_put, /* both are plain allocations */
 	.stream_mark = sim_stream_mark,
 	.counter_read = sim_counter_read,
+	.stream_idle = sim_stream_idle,
 };
 
 /* in a forked child: the stream threads do not exist there and S.lock may
