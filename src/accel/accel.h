@@ -115,6 +115,14 @@ struct ods_accel_streams {
 	bool (*stream_idle)(unsigned dev, void *stream);
 };
 
+/* A copy begun by copy_to_device_begin, for copy_end: the layer's own */
+struct ods_copy_op {
+	void *a;
+	const void *b;
+	size_t n;
+	unsigned i;
+};
+
 struct ods_accel {
 	const char *name;
 	/* 0 when usable; else an OPENDS_* code with why[] filled */
@@ -139,6 +147,16 @@ struct ods_accel {
 	 * device is found from the pointer): 0 or an OPENDS_* code. */
 	int (*copy_to_device)(void *dst, const void *src, size_t n);
 	int (*copy_to_host)(void *dst, const void *src, size_t n);
+	/* Optional: copy_to_device into memory of dev, the device classify
+	 * gave for dst (no second lookup of dst). NULL: copy_to_device. */
+	int (*copy_to_device_on)(unsigned dev, void *dst, const void *src, size_t n);
+	/* Optional pair: copy_to_device in two halves, so that the calling
+	 * thread can do other work while the copy runs. begin queues it: 0
+	 * (then copy_end must follow, on the same thread, before the thread
+	 * copies anything else) or an OPENDS_* code (nothing to end). end
+	 * waits for it: 0 or an OPENDS_* code. NULL: copy_to_device. */
+	int (*copy_to_device_begin)(void *dst, const void *src, size_t n, struct ods_copy_op *op);
+	int (*copy_end)(struct ods_copy_op *op);
 	/* Start a copy of n bytes from device memory of src_dev to device
 	 * memory of dst_dev: GPU to GPU where peer access exists, staged by the
 	 * driver otherwise. peer_wait(dst_dev) waits for every copy started to

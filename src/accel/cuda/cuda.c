@@ -412,20 +412,25 @@ static const struct ods_accel_mem cuda_mem = {
  * very operation, and a copy queued behind the wait would never run.
  * SYNC_STREAMS streams per device, each used by one copy at a time. */
 
-static int sync_copy(void *dst, const void *src, size_t n, bool to_dev)
+/* Make p's context current for a call on the calling thread: pushed
+ * (*pushed, pop after) unless it is current already, as it is for most
+ * callers, whose device's primary context is current (a thread-local read
+ * against a push and a pop). 0 or a code. */
+static int enter_place(struct place *p, bool *pushed)
+{
+	CUcontext cur = NULL;
+	*pushed = !(ods_cu.cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == p->ctx);
+	return *pushed ? ods_cu_push(p) : 0;
+}
+
+/* Queue the copy on one of p's sync streams, whose lock stays held until
+ * copy_wait. */
+static int copy_begin_at(struct place *p, void *dst, const void *src, size_t n, bool to_dev, struct ods_copy_op *op)
 {
 	static atomic_uint rr;
-	int pl = place_of_ptr(to_dev ? dst : src);
-	struct place *p = pl < 0 ? NULL : ods_cu_place((unsigned)pl);
-	if (!p) {
-		if (pl != -1)
-			return OPENDS_CONTEXT_MISMATCH; /* detail set by place_of_ptr */
-		/* not device memory after all (a host target under the cuda
-		 * layer, registered as device): a plain copy */
-		memcpy(dst, src, n);
-		return 0;
-	}
-	int rc = ods_cu_push(p);
+	op->a = NULL;
+	bool pushed;
+	int rc = enter_place(p, &pushed);
 	if (rc)
 		return rc;
 	unsigned i = atomic_fetch_add_explicit(&rr, 1, memory_order_relaxed) % SYNC_STREAMS;
@@ -436,11 +441,58 @@ static int sync_copy(void *dst, const void *src, size_t n, bool to_dev)
 	if (r == CUDA_SUCCESS)
 		r = to_dev ? ods_cu.cuMemcpyHtoDAsync((CUdeviceptr)(uintptr_t)dst, src, n, p->sync_stream[i])
 			   : ods_cu.cuMemcpyDtoHAsync(dst, (CUdeviceptr)(uintptr_t)src, n, p->sync_stream[i]);
-	if (r == CUDA_SUCCESS)
-		r = ods_cu.cuStreamSynchronize(p->sync_stream[i]);
-	pthread_mutex_unlock(&p->sync_lock[i]);
-	ods_cu_pop();
-	return r == CUDA_SUCCESS ? 0 : ods_cu_fail(r, to_dev ? "copy to device" : "copy to host");
+	if (pushed)
+		ods_cu_pop();
+	if (r != CUDA_SUCCESS) {
+		pthread_mutex_unlock(&p->sync_lock[i]);
+		return ods_cu_fail(r, to_dev ? "copy to device" : "copy to host");
+	}
+	op->a = p;
+	op->i = i;
+	return 0;
+}
+
+/* The same with the device found from the pointer; op->a NULL: done
+ * already (not device memory). */
+static int copy_begin(void *dst, const void *src, size_t n, bool to_dev, struct ods_copy_op *op)
+{
+	op->a = NULL;
+	int pl = place_of_ptr(to_dev ? dst : src);
+	struct place *p = pl < 0 ? NULL : ods_cu_place((unsigned)pl);
+	if (!p) {
+		if (pl != -1)
+			return OPENDS_CONTEXT_MISMATCH; /* detail set by place_of_ptr */
+		/* not device memory after all (a host target under the cuda
+		 * layer, registered as device): a plain copy */
+		memcpy(dst, src, n);
+		return 0;
+	}
+	return copy_begin_at(p, dst, src, n, to_dev, op);
+}
+
+static int copy_wait(struct ods_copy_op *op)
+{
+	struct place *p = op->a;
+	if (!p)
+		return 0;
+	bool pushed;
+	int rc = enter_place(p, &pushed);
+	/* (waited for either way: the stream names its context, and the
+	 * caller may reuse the source once this returns) */
+	CUresult r = ods_cu.cuStreamSynchronize(p->sync_stream[op->i]);
+	pthread_mutex_unlock(&p->sync_lock[op->i]);
+	if (rc)
+		return rc;
+	if (pushed)
+		ods_cu_pop();
+	return r == CUDA_SUCCESS ? 0 : ods_cu_fail(r, "waiting for a copy");
+}
+
+static int sync_copy(void *dst, const void *src, size_t n, bool to_dev)
+{
+	struct ods_copy_op op;
+	int rc = copy_begin(dst, src, n, to_dev, &op);
+	return rc ? rc : copy_wait(&op);
 }
 
 static int cuda_copy_to_device(void *dst, const void *src, size_t n)
@@ -451,6 +503,20 @@ static int cuda_copy_to_device(void *dst, const void *src, size_t n)
 static int cuda_copy_to_host(void *dst, const void *src, size_t n)
 {
 	return sync_copy(dst, src, n, false);
+}
+
+static int cuda_copy_to_device_begin(void *dst, const void *src, size_t n, struct ods_copy_op *op)
+{
+	return copy_begin(dst, src, n, true, op);
+}
+
+/* dev: the place classify gave for dst; no second lookup of dst */
+static int cuda_copy_to_device_on(unsigned dev, void *dst, const void *src, size_t n)
+{
+	struct place *p = ods_cu_place(dev);
+	struct ods_copy_op op;
+	int rc = p ? copy_begin_at(p, dst, src, n, true, &op) : copy_begin(dst, src, n, true, &op);
+	return rc ? rc : copy_wait(&op);
 }
 
 /* ---- peer copies ------------------------------------------------------------ */
@@ -714,6 +780,9 @@ const struct ods_accel ods_accel_cuda = {
 	.device_props = cuda_device_props,
 	.copy_to_device = cuda_copy_to_device,
 	.copy_to_host = cuda_copy_to_host,
+	.copy_to_device_on = cuda_copy_to_device_on,
+	.copy_to_device_begin = cuda_copy_to_device_begin,
+	.copy_end = copy_wait,
 	.peer_copy = cuda_peer_copy,
 	.peer_wait = cuda_peer_wait,
 	.mem = &cuda_mem,
