@@ -390,6 +390,45 @@ static void piece_start(struct piece *pc)
 		unit_put(su); /* the queue's reference */
 }
 
+/* A direct request a batch cancel flagged before any of its pieces went
+ * to the source has not started: it leaves its domain's queue and ends
+ * with -ECANCELED (OPENDS_CANCELED), as the engine ends a flagged request
+ * no worker has taken. Only queue heads are looked at (pump's cost stays
+ * per domain): a flagged request behind an unflagged one is reaped once it
+ * gets to the head, before any of its pieces can start. Returns the
+ * reaped requests, linked by next (srcs.lock held). */
+static struct sunit *reap_cancelled(void)
+{
+	struct sunit *list = NULL;
+	struct ods_sdom *d = srcs.busy, *prev = NULL;
+	while (d) {
+		struct sunit *su;
+		while ((su = d->head) && !su->u && su->pos == su->io->off &&
+		       atomic_load_explicit(&su->io->cancelled, memory_order_acquire)) {
+			d->head = su->next;
+			if (!d->head)
+				d->tail = NULL;
+			su->next = list;
+			list = su;
+		}
+		struct ods_sdom *next = d->bnext;
+		if (!d->head) { /* nothing left to start: off the busy list */
+			if (prev)
+				prev->bnext = next;
+			else
+				srcs.busy = next;
+			if (srcs.busy_tail == d)
+				srcs.busy_tail = prev;
+			d->bnext = NULL;
+			d->busy = false;
+		} else {
+			prev = d;
+		}
+		d = next;
+	}
+	return list;
+}
+
 static _Thread_local int in_pump;
 static _Thread_local bool pump_again;
 
@@ -410,8 +449,16 @@ static void pump(void)
 			if (!pc)
 				break; /* the next completion pumps again */
 			pthread_mutex_lock(&srcs.lock);
+			struct sunit *gone = srcs.busy ? reap_cancelled() : NULL;
 			bool got = srcs.busy && carve(pc);
 			pthread_mutex_unlock(&srcs.lock);
+			while (gone) {
+				struct sunit *su = gone;
+				gone = su->next;
+				struct ods_io *io = su->io;
+				free(su);
+				ods_io_complete(io, -ECANCELED);
+			}
 			if (!got) {
 				free(pc);
 				break;
@@ -629,8 +676,10 @@ void ods_sources_forget(void)
  * measured (issue 20 S3). The pieces, the caps and the results are those
  * of the engine's chunks. Device memory (staged), blocking sources (run on
  * the workers) and ref (the oracle runs each request whole) keep the
- * engine. A direct request counts as started at submit: a batch cancel
- * lets it run to the end, as the engine does with started requests. */
+ * engine. A batch cancel ends a direct request none of whose pieces has
+ * gone to the source yet (it waits in its domain's queue behind the caps)
+ * with -ECANCELED (reap_cancelled); once one has, it runs to the end, as
+ * the engine's started requests do. */
 static bool direct_ok(const struct ods_io *io, const struct ods_source *s)
 {
 	return io->mem != ODS_MEM_DEVICE && !(s->flags & OPENDS_SOURCE_BLOCKING) && ods_drv.be != &ods_backend_ref;
@@ -692,7 +741,8 @@ static void src_io_done(struct ods_io *io)
 	ods_io_done_fn done;
 	memcpy(&done, &io->be_scratch[1], sizeof(done));
 	io->done = done;
-	if (io->result < 0 && io->result > -OPENDS_ERRNO_MAX && !io->why)
+	if (io->result < 0 && io->result > -OPENDS_ERRNO_MAX && !io->why &&
+	    !(io->result == -ECANCELED && atomic_load(&io->cancelled)))
 		io->why = ods_source_why(io, io->result); /* a future's await names the source */
 	done(io);
 	/* last: the handle may be freed once this reaches 0 */
