@@ -145,11 +145,14 @@ EXPORT CUfileError_t cuFileDriverGetProperties(CUfileDrvProps_t *props)
 {
 	if (!props)
 		return cfd_st(CU_FILE_INVALID_VALUE, 0);
-	CUfileError_t e = cfd_ensure_open();
+	/* inside the gate for OpenDS's answer only: cfd_lock is taken below */
+	struct cfd_gate g;
+	CUfileError_t e = cfd_enter(&g);
 	if (e.err)
 		return e;
 	opends_drv_props_t p;
 	opends_error_t oe = opends_driver_get_properties(&p);
+	cfd_leave(&g);
 	if (oe.err)
 		return cfd_from_ods(oe);
 	memset(props, 0, sizeof(*props));

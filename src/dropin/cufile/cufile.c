@@ -67,6 +67,11 @@ static long users;     /* cuFileDriverOpen calls not yet closed */
 /* This process is a child forked while the driver was open, and has not
  * called cuFileDriverOpen since: see "fork" below. */
 static atomic_bool forked;
+/* Calls inside OpenDS, by thread (see "calls in progress"). */
+#define GATE_SHARDS 32
+static struct {
+	_Alignas(64) atomic_long n;
+} inside[GATE_SHARDS];
 
 /* ---- small sets of pointers ---------------------------------------------- */
 
@@ -177,6 +182,9 @@ static void fork_child(void)
 		atomic_store(&wronly.count, 0);
 		atomic_store(&cancelled.count, 0);
 	}
+	/* the calls inside were the parent's threads' */
+	for (int i = 0; i < GATE_SHARDS; i++)
+		atomic_store(&inside[i].n, 0);
 	fork_parent();
 }
 
@@ -251,6 +259,78 @@ CUfileError_t cfd_ensure_open(void)
 	return e;
 }
 
+/* ---- calls in progress, against cuFileDriverClose ------------------------ */
+
+/* OpenDS's close must not run while another call is inside OpenDS (its
+ * contract: open and close are not thread-safe), but cuFile programs do
+ * close the driver while other threads still do I/O. Every call into
+ * OpenDS is counted (cfd_enter .. cfd_leave); the last cuFileDriverClose
+ * marks the driver closed, waits until no call is inside, then closes
+ * OpenDS. A call that comes after the mark waits for cfd_lock and opens
+ * the driver again, as cuFile opens on first use; handles and buffers of
+ * the closed driver are then unknown to it (HANDLE_NOT_REGISTERED,
+ * MEMORY_NOT_REGISTERED), never another's: OpenDS's tokens are unique in
+ * the process. The count is spread over cache lines by thread, so the
+ * I/O path pays two uncontended atomic operations.
+ * Entering is an increment then a load of the open flag; closing is a
+ * store of the flag then loads of the counts, all sequentially
+ * consistent: either the call sees the driver closed, or the close sees
+ * the call. */
+static atomic_uint next_shard;
+static _Thread_local int my_shard = -1;
+
+static atomic_long *gate_count(void)
+{
+	if (my_shard < 0)
+		my_shard = (int)(atomic_fetch_add_explicit(&next_shard, 1, memory_order_relaxed) % GATE_SHARDS);
+	return &inside[my_shard].n;
+}
+
+/* Inside, with the driver open (false: closed, not entered). */
+static bool enter_if_open(struct cfd_gate *g)
+{
+	atomic_long *c = gate_count();
+	atomic_fetch_add(c, 1);
+	if (atomic_load(&cfd_is_open)) {
+		g->count = c;
+		return true;
+	}
+	atomic_fetch_sub(c, 1);
+	return false;
+}
+
+CUfileError_t cfd_enter(struct cfd_gate *g)
+{
+	g->count = NULL;
+	while (!enter_if_open(g)) {
+		CUfileError_t e = cfd_ensure_open();
+		if (e.err)
+			return e;
+	}
+	return cfd_st(CU_FILE_SUCCESS, 0);
+}
+
+void cfd_leave(struct cfd_gate *g)
+{
+	if (g->count)
+		atomic_fetch_sub_explicit(g->count, 1, memory_order_release);
+	g->count = NULL;
+}
+
+/* Under cfd_lock, with the open flag cleared: until no call is inside. */
+static void gate_drain(void)
+{
+	for (;;) {
+		long n = 0;
+		for (int i = 0; i < GATE_SHARDS; i++)
+			n += atomic_load(&inside[i].n);
+		if (n == 0)
+			return;
+		struct timespec ts = { 0, 50 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
 /* ---- driver ------------------------------------------------------------- */
 
 EXPORT CUfileError_t cuFileDriverOpen(void)
@@ -276,11 +356,12 @@ EXPORT CUfileError_t cuFileDriverClose_v2(void)
 		users--;
 	opends_error_t e = { OPENDS_SUCCESS, 0 };
 	if (users == 0) {
+		atomic_store(&cfd_is_open, false);
+		gate_drain();
 		if (we_opened)
 			e = opends_driver_close();
 		pset_clear(&wronly);
 		pset_clear(&cancelled);
-		atomic_store(&cfd_is_open, false);
 		we_opened = false;
 	}
 	pthread_mutex_unlock(&cfd_lock);
@@ -322,7 +403,7 @@ EXPORT CUfileError_t cuFileHandleRegister(CUfileHandle_t *fh, CUfileDescr_t *des
 		return cfd_st(CU_FILE_IO_NOT_SUPPORTED, 0);
 	if (descr->type != CU_FILE_HANDLE_TYPE_OPAQUE_FD)
 		return cfd_st(CU_FILE_INVALID_VALUE, 0);
-	CUfileError_t e = cfd_ensure_open();
+	CFD_ENTER(e);
 	if (e.err)
 		return e;
 	opends_handle_t h = NULL;
@@ -343,7 +424,8 @@ EXPORT CUfileError_t cuFileHandleRegister(CUfileHandle_t *fh, CUfileDescr_t *des
 EXPORT void cuFileHandleDeregister(CUfileHandle_t fh)
 {
 	pset_del(&wronly, fh);
-	if (fh && atomic_load(&cfd_is_open))
+	CFD_GATE(g);
+	if (fh && enter_if_open(&g))
 		(void)opends_handle_deregister((opends_handle_t)fh);
 }
 
@@ -352,7 +434,7 @@ EXPORT CUfileError_t cuFileBufRegister(const void *bufPtr_base, size_t length, i
 	/* the RDMA hints mean nothing here and are accepted */
 	if (flags & ~(CU_FILE_RDMA_REGISTER | CU_FILE_RDMA_RELAXED_ORDERING))
 		return cfd_st(CU_FILE_INVALID_VALUE, 0);
-	CUfileError_t e = cfd_ensure_open();
+	CFD_ENTER(e);
 	if (e.err)
 		return e;
 	return cfd_from_ods(opends_buf_register(bufPtr_base, length, 0));
@@ -360,7 +442,7 @@ EXPORT CUfileError_t cuFileBufRegister(const void *bufPtr_base, size_t length, i
 
 EXPORT CUfileError_t cuFileBufDeregister(const void *bufPtr_base)
 {
-	CUfileError_t e = cfd_ensure_open();
+	CFD_ENTER(e);
 	if (e.err)
 		return e;
 	return cfd_from_ods(opends_buf_deregister(bufPtr_base));
@@ -370,7 +452,7 @@ EXPORT CUfileError_t cuFileBufDeregister(const void *bufPtr_base)
 
 EXPORT ssize_t cuFileRead(CUfileHandle_t fh, void *bufPtr_base, size_t size, off_t file_offset, off_t bufPtr_offset)
 {
-	CUfileError_t e = cfd_ensure_open();
+	CFD_ENTER(e);
 	if (e.err)
 		return -(ssize_t)e.err;
 	return io_ret(opends_sync_read((opends_handle_t)fh, bufPtr_base, size, file_offset, bufPtr_offset), OPENDS_READ);
@@ -379,7 +461,7 @@ EXPORT ssize_t cuFileRead(CUfileHandle_t fh, void *bufPtr_base, size_t size, off
 EXPORT ssize_t cuFileWrite(CUfileHandle_t fh, const void *bufPtr_base, size_t size, off_t file_offset,
 			   off_t bufPtr_offset)
 {
-	CUfileError_t e = cfd_ensure_open();
+	CFD_ENTER(e);
 	if (e.err)
 		return -(ssize_t)e.err;
 	return io_ret(opends_sync_write((opends_handle_t)fh, bufPtr_base, size, file_offset, bufPtr_offset),
@@ -391,7 +473,7 @@ EXPORT ssize_t cuFileWrite(CUfileHandle_t fh, const void *bufPtr_base, size_t si
 static ssize_t rwv(int opcode, CUfileHandle_t fh, const CUfileIOVec_t *iov, size_t iovcnt, off_t file_offset,
 		   unsigned flags)
 {
-	CUfileError_t e = cfd_ensure_open();
+	CFD_ENTER(e);
 	if (e.err)
 		return -(ssize_t)e.err;
 	if ((!iov && iovcnt) || flags != 0 || file_offset < 0)
@@ -431,7 +513,7 @@ EXPORT CUfileError_t cuFileBatchIOSetUp(CUfileBatchHandle_t *batch_idp, unsigned
 {
 	if (!batch_idp)
 		return cfd_st(CU_FILE_INVALID_VALUE, 0);
-	CUfileError_t e = cfd_ensure_open();
+	CFD_ENTER(e);
 	if (e.err)
 		return e;
 	opends_batch_t b = NULL;
@@ -445,7 +527,7 @@ EXPORT CUfileError_t cuFileBatchIOSetUp(CUfileBatchHandle_t *batch_idp, unsigned
 EXPORT CUfileError_t cuFileBatchIOSubmit(CUfileBatchHandle_t batch_idp, unsigned nr, CUfileIOParams_t *iocbp,
 					 unsigned int flags)
 {
-	CUfileError_t e = cfd_ensure_open();
+	CFD_ENTER(e);
 	if (e.err)
 		return e;
 	pset_del(&cancelled, batch_idp); /* new work is reported again */
@@ -477,7 +559,7 @@ EXPORT CUfileError_t cuFileBatchIOSubmit(CUfileBatchHandle_t batch_idp, unsigned
 EXPORT CUfileError_t cuFileBatchIOGetStatus(CUfileBatchHandle_t batch_idp, unsigned min_nr, unsigned *nr,
 					    CUfileIOEvents_t *iocbp, struct timespec *timeout)
 {
-	CUfileError_t e = cfd_ensure_open();
+	CFD_ENTER(e);
 	if (e.err)
 		return e;
 	if (!nr)
@@ -510,7 +592,7 @@ EXPORT CUfileError_t cuFileBatchIOGetStatus(CUfileBatchHandle_t batch_idp, unsig
 
 EXPORT CUfileError_t cuFileBatchIOCancel(CUfileBatchHandle_t batch_idp)
 {
-	CUfileError_t e = cfd_ensure_open();
+	CFD_ENTER(e);
 	if (e.err)
 		return e;
 	CUfileError_t r = cfd_from_ods(opends_batch_cancel((opends_batch_t)batch_idp));
@@ -522,7 +604,8 @@ EXPORT CUfileError_t cuFileBatchIOCancel(CUfileBatchHandle_t batch_idp)
 EXPORT void cuFileBatchIODestroy(CUfileBatchHandle_t batch_idp)
 {
 	pset_del(&cancelled, batch_idp);
-	if (atomic_load(&cfd_is_open))
+	CFD_GATE(g);
+	if (enter_if_open(&g))
 		(void)opends_batch_destroy((opends_batch_t)batch_idp);
 }
 
@@ -531,7 +614,7 @@ EXPORT void cuFileBatchIODestroy(CUfileBatchHandle_t batch_idp)
 EXPORT CUfileError_t cuFileReadAsync(CUfileHandle_t fh, void *bufPtr_base, size_t *size_p, off_t *file_offset_p,
 				     off_t *bufPtr_offset_p, ssize_t *bytes_read_p, CUstream stream)
 {
-	CUfileError_t e = cfd_ensure_open();
+	CFD_ENTER(e);
 	if (e.err)
 		return e;
 	if (bytes_read_p && size_p && file_offset_p && bufPtr_offset_p && bufPtr_base && pset_has(&wronly, fh)) {
@@ -548,7 +631,7 @@ EXPORT CUfileError_t cuFileReadAsync(CUfileHandle_t fh, void *bufPtr_base, size_
 EXPORT CUfileError_t cuFileWriteAsync(CUfileHandle_t fh, void *bufPtr_base, size_t *size_p, off_t *file_offset_p,
 				      off_t *bufPtr_offset_p, ssize_t *bytes_written_p, CUstream stream)
 {
-	CUfileError_t e = cfd_ensure_open();
+	CFD_ENTER(e);
 	if (e.err)
 		return e;
 	return cfd_from_ods(opends_stream_write((opends_handle_t)fh, bufPtr_base, size_p, file_offset_p,
@@ -557,7 +640,7 @@ EXPORT CUfileError_t cuFileWriteAsync(CUfileHandle_t fh, void *bufPtr_base, size
 
 EXPORT CUfileError_t cuFileStreamRegister(CUstream stream, unsigned flags)
 {
-	CUfileError_t e = cfd_ensure_open();
+	CFD_ENTER(e);
 	if (e.err)
 		return e;
 	return cfd_from_ods(opends_stream_register((opends_stream_t)stream, flags));
@@ -565,7 +648,7 @@ EXPORT CUfileError_t cuFileStreamRegister(CUstream stream, unsigned flags)
 
 EXPORT CUfileError_t cuFileStreamDeregister(CUstream stream)
 {
-	CUfileError_t e = cfd_ensure_open();
+	CFD_ENTER(e);
 	if (e.err)
 		return e;
 	return cfd_from_ods(opends_stream_deregister((opends_stream_t)stream));

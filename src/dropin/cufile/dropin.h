@@ -33,8 +33,25 @@ static inline CUfileError_t cfd_from_ods(opends_error_t e)
 	return cfd_st((int)e.err, e.err == OPENDS_DEVICE_DRIVER_ERROR ? e.backend_err : 0);
 }
 
-/* Open OpenDS if it is not (cuFile opens itself on first use). */
+/* Open OpenDS if it is not (cuFile opens itself on first use). For calls
+ * that do not call into OpenDS afterwards. */
 CUfileError_t cfd_ensure_open(void);
+
+/* A call into OpenDS, counted so that cuFileDriverClose waits for it
+ * (cufile.c, "calls in progress"): cfd_enter opens the driver if needed
+ * and enters; cfd_leave leaves (nothing if not entered). Never take
+ * cfd_lock while inside: the close holds it while it waits. */
+struct cfd_gate {
+	atomic_long *count;
+};
+CUfileError_t cfd_enter(struct cfd_gate *g);
+void cfd_leave(struct cfd_gate *g);
+/* A gate left when the declaring block ends, however it returns. */
+#define CFD_GATE(g) struct cfd_gate g __attribute__((cleanup(cfd_leave))) = { NULL }
+/* Enter for the rest of the calling block; e is cfd_enter's result. */
+#define CFD_ENTER(e) \
+	CFD_GATE(cfd_gate_); \
+	CUfileError_t e = cfd_enter(&cfd_gate_)
 
 /* config.c: the settings to open OpenDS with (opends_driver_open_with):
  * the values set through the API that it has a variable for, and the
