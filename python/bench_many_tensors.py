@@ -14,9 +14,11 @@ READ_FIRST = False): its phases show the parse without a read running.
 For opends, a line per file gives the median milliseconds of each phase
 of the load (header read, JSON parse, checks, tensor creation, waiting for
 the data read) and the parser used (orjson where importable).
-Loader "opends-threads" makes the views of each dtype in a thread of its own
-(opends._stfast.VIEW_THREADS = 4), "opends-pyparse" parses the header in
-Python instead of with the C indexer (opends._stindex.ENABLED = False).
+Loaders "opends-threads" and "opends-nothreads" make the views of each
+dtype in threads of their own or all in the caller's (opends._stfast.
+VIEW_THREADS = 4 or 0; "opends" decides by the cores it may use),
+"opends-pyparse" parses the header in Python instead of with the C indexer
+(opends._stindex.ENABLED = False).
 
 Files are written once into --dir (default $TMPDIR or /tmp) and kept.
 --out writes one CSV row per loader and file (the columns of
@@ -98,18 +100,9 @@ def loaders(names, device, framework):
                 _stfast.READ_FIRST = True
 
         out["opends-parsefirst"] = parse_first
-    if "opends-threads" in names:  # the views of each dtype made in a thread of their own
-        from opends import _stfast
-        from opends.safetensors import load_file
-
-        def threads(p):
-            _stfast.VIEW_THREADS = 4
-            try:
-                return load_file(p, device=device, framework=framework)
-            finally:
-                _stfast.VIEW_THREADS = 0
-
-        out["opends-threads"] = threads
+    for label, threads in (("opends-threads", 4), ("opends-nothreads", 0)):
+        if label in names:  # the views of each dtype made in threads of their own, or all by the caller
+            out[label] = _with_view_threads(threads, device, framework)
     if "opends-pyparse" in names:  # the header parsed in Python (the C indexer off)
         from opends import _stindex
         from opends.safetensors import load_file
@@ -155,6 +148,20 @@ def loaders(names, device, framework):
         except ImportError:
             print("fastsafetensors not importable: skipped")
     return out
+
+
+def _with_view_threads(threads, device, framework):
+    from opends import _stfast
+    from opends.safetensors import load_file
+
+    def load(p):
+        was, _stfast.VIEW_THREADS = _stfast.VIEW_THREADS, threads
+        try:
+            return load_file(p, device=device, framework=framework)
+        finally:
+            _stfast.VIEW_THREADS = was
+
+    return load
 
 
 def main():

@@ -18,6 +18,7 @@ import contextlib
 import itertools
 import math
 import operator
+import os
 import struct
 import threading
 import time
@@ -427,8 +428,9 @@ def _views(st, torch, np, buf, tab: Table, by: Dict[str, List[int]]) -> Dict[str
         return views_numpy(np, buf, tab, idx, st._numpy_dtype(np, name), shape_of)
 
     idxs, vals = [], []
-    if torch is not None and VIEW_THREADS > 1 and len(by) > 1 and len(tab.names) >= 4096:
-        groups_vs = _threaded(torch, group, list(by.items()))
+    threads = _view_threads()
+    if torch is not None and threads > 1 and len(by) > 1 and len(tab.names) >= 4096:
+        groups_vs = _threaded(torch, group, list(by.items()), threads)
     else:
         groups_vs = [group(name, idx) for name, idx in by.items()]
     for idx, vs in zip(by.values(), groups_vs):
@@ -455,16 +457,28 @@ def _views(st, torch, np, buf, tab: Table, by: Dict[str, List[int]]) -> Dict[str
 #: measures both orders on the same machine).
 READ_FIRST = True
 
-#: Threads that make a big file's views, a dtype each (0 or 1: the calling
-#: thread makes them all). torch makes a view with the GIL released, so the
-#: dtypes' views can be made at once on a host with cores to spare; on a
-#: busy 2-core machine it was slower. python/bench_many_tensors.py's loader
-#: "opends-threads" measures it against the default.
-VIEW_THREADS = 0
+#: Threads that make a big file's views, a dtype each; 0 or 1: the calling
+#: thread makes them all; None (the default): 4 where this process may run
+#: on 8 or more cores, else 0. torch makes views with the GIL released, so
+#: the dtypes' views are made at once on a host with cores to spare (the
+#: data read's threads run meanwhile); on a busy 2-core machine it was
+#: slower. python/bench_many_tensors.py's loaders "opends-threads" and
+#: "opends-nothreads" measure both.
+VIEW_THREADS: Optional[int] = None
 
 
-def _threaded(torch, group, items):
-    """[group(name, idx) for (name, idx) in items], up to VIEW_THREADS at
+def _view_threads() -> int:
+    if VIEW_THREADS is not None:
+        return VIEW_THREADS
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        cores = os.cpu_count() or 1
+    return 4 if cores >= 8 else 0
+
+
+def _threaded(torch, group, items, threads: int):
+    """[group(name, idx) for (name, idx) in items], up to threads at
     once (fresh threads: a pool's would not survive a fork), each thread
     below autograd's view tracking as the caller is (it is per thread)."""
     out: List[Any] = [None] * len(items)
@@ -472,13 +486,13 @@ def _threaded(torch, group, items):
     def run(lo):
         try:
             with _untracked(torch):
-                for k in range(lo, len(items), VIEW_THREADS):
+                for k in range(lo, len(items), threads):
                     out[k] = group(*items[k])
         except BaseException as e:  # handed to the caller
             out[lo] = e
 
     ts = [threading.Thread(target=run, args=(k,), name="opends-views", daemon=True)
-          for k in range(1, min(VIEW_THREADS, len(items)))]  # fmt: skip
+          for k in range(1, min(threads, len(items)))]  # fmt: skip
     for t in ts:
         t.start()
     run(0)

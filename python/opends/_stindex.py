@@ -51,7 +51,7 @@ def _functions():
 
             f, free = lib.opends_safetensors_index, lib.opends_safetensors_index_free
             f.restype = ctypes.c_int
-            f.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint64, ctypes.c_char_p, ctypes.c_char_p,
+            f.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint64, ctypes.c_char_p, ctypes.c_char_p,
                           ctypes.POINTER(ctypes.POINTER(_Index))]  # fmt: skip
             free.restype = None
             free.argtypes = [ctypes.POINTER(_Index)]
@@ -118,12 +118,15 @@ def table(head: bytes, n: int, data_len: int, bits_of: Dict[str, int]) -> Option
     the indexer leaves to it)."""
     np = _numpy()
     fns = _functions() if ENABLED else None
-    if fns is None or np is None or len(head) < 8 + n:
+    if fns is None or np is None or len(head) < 8 + n or not isinstance(head, bytes):
         return None
     f, free = fns
     all_names, names_z, bits = _dtype_table(bits_of)
     ix = ctypes.POINTER(_Index)()
-    if f(head[8 : 8 + n], n, data_len, names_z, bits, ctypes.byref(ix)) != 0:
+    # the header in place (head stays referenced here): a slice's copy of a
+    # big header cost more than the copy (fresh pages)
+    at_hdr = ctypes.cast(ctypes.c_char_p(head), ctypes.c_void_p).value + 8
+    if f(at_hdr, n, data_len, names_z, bits, ctypes.byref(ix)) != 0:
         return None
     try:
         r = ix.contents

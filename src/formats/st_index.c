@@ -317,7 +317,8 @@ static int grow(struct state *st, size_t need)
 	size_t c = st->cap_n;
 	if (need <= c)
 		return 0;
-	c = c ? c * 2 : 256;
+	while (c < need)
+		c = c ? c * 2 : 256;
 	void *a = realloc(ix->dtype, c), *b = realloc(ix->ndim, c);
 	if (a)
 		ix->dtype = a;
@@ -341,6 +342,28 @@ static int grow(struct state *st, size_t need)
 	return 0;
 }
 
+/* An entry's key as a bit: 1 dtype, 2 shape, 4 data_offsets, 0 another
+ * key or no string. The keys as writers spell them are matched in place;
+ * others (an escape in them) are unescaped first. */
+static unsigned entry_key(struct state *st)
+{
+	static const struct {
+		const char *s;
+		size_t n;
+	} keys[] = {{"\"dtype\"", 7}, {"\"shape\"", 7}, {"\"data_offsets\"", 14}};
+	struct parser *p = &st->p;
+	ws(p);
+	for (unsigned i = 0; i < 3; i++)
+		if ((size_t)(p->e - p->s) >= keys[i].n && !memcmp(p->s, keys[i].s, keys[i].n)) {
+			p->s += keys[i].n;
+			return 1u << i;
+		}
+	st->key.len = 0;
+	if (string(p, &st->key))
+		return 0;
+	return is(&st->key, "dtype") ? 1 : is(&st->key, "shape") ? 2 : is(&st->key, "data_offsets") ? 4 : 0;
+}
+
 /* One tensor's {"dtype", "shape", "data_offsets"} into slot i. */
 static int entry(struct state *st, uint64_t i)
 {
@@ -353,10 +376,9 @@ static int entry(struct state *st, uint64_t i)
 	if (!eat(p, '{'))
 		return -1;
 	do {
-		st->key.len = 0;
-		if (string(p, &st->key) || !eat(p, ':'))
+		unsigned bit = entry_key(st);
+		if (!eat(p, ':'))
 			return -1;
-		unsigned bit = is(&st->key, "dtype") ? 1 : is(&st->key, "shape") ? 2 : is(&st->key, "data_offsets") ? 4 : 0;
 		if (!bit || (seen & bit))
 			return -1; /* another key, or one twice: the Python parser's call */
 		seen |= bit;
@@ -521,7 +543,9 @@ int opends_safetensors_index(const char *hdr, size_t len, uint64_t data_len, con
 	st.ix = calloc(1, sizeof *st.ix);
 	if (!st.ix)
 		return -ENOMEM;
-	int bad = header(&st);
+	/* sized for a writer's entries (~80 bytes each) at once: no copies as
+	 * the arrays grow */
+	int bad = grow(&st, len / 64 + 1) || header(&st);
 	free(st.name_at);
 	free(st.key.p);
 	st.ix->names = st.names.p;
