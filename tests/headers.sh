@@ -3,7 +3,8 @@
 # compile on their own as strict C11 and as C++; every function the library
 # exports is declared OPENDS_API in them and every OPENDS_API declaration is
 # exported (a call added to the .map-exported library without a declaration,
-# or declared but never built, fails here).
+# or declared but never built, fails here); every family header is included
+# by opends.h and installed (listed in src/meson.build's install_headers).
 # usage: headers.sh <include dir> <libopends.so> [<C compiler> [<C++ compiler>]]
 # exit 0 pass, 77 skip (no nm), else fail
 set -u
@@ -25,6 +26,16 @@ for h in "$inc"/opends.h "$inc"/opends/*.h; do
 	fi
 done
 echo "ok: each header compiles alone (C11$([ $have_cxx = 1 ] && echo ', C++'))"
+
+mesonfile=$inc/../src/meson.build
+for h in "$inc"/opends/*.h; do
+	name=${h##*/}
+	grep -q "^#include \"opends/$name\"" "$inc/opends.h" ||
+		{ echo "FAIL: opends.h does not include opends/$name"; fails=$((fails + 1)); }
+	[ ! -f "$mesonfile" ] || grep -q "include/opends/$name'" "$mesonfile" ||
+		{ echo "FAIL: src/meson.build does not install opends/$name"; fails=$((fails + 1)); }
+done
+[ "$fails" -eq 0 ] && echo "ok: every family header is included by opends.h and installed"
 
 command -v nm >/dev/null 2>&1 || { echo "SKIP: no nm"; exit 77; }
 nm -D --defined-only "$lib" | awk '$2 == "T" {sub(/@.*/, "", $3); print $3}' | sort -u >"$tmp/exported"
