@@ -20,12 +20,17 @@
  *             device's read, and chunks of both once a second device's is
  *             queued while the first workers are busy; none with
  *             OPENDS_IO_THREADS given
- * Usage: test_stage_fair devices|fifo|cancel|many|extra
+ *   nowake    a read submitted while a worker spins idle wakes no sleeping
+ *             worker (the spinner takes it)
+ * Usage: test_stage_fair devices|fifo|cancel|many|extra|nowake
  */
+#include <linux/futex.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "stage_test.h"
@@ -89,6 +94,35 @@ static void gm_complete(struct ods_stage_unit *u, long res)
 		ods_stage_read_done(u);
 }
 
+/* wait and wake of their own for the nowake case, which counts the wakes */
+#define NWORKER 4
+static atomic_uint g_wseq[NWORKER];
+static unsigned g_wseen[NWORKER];
+static atomic_uint g_wakes;
+
+static unsigned worker_of(void *ctx)
+{
+	return (unsigned)((uintptr_t)ctx - 1) % NWORKER;
+}
+
+static void gm_wait(void *ctx, long timeout_ns)
+{
+	unsigned i = worker_of(ctx), cur = atomic_load(&g_wseq[i]);
+	if (cur == g_wseen[i]) {
+		struct timespec ts = { timeout_ns / 1000000000L, timeout_ns % 1000000000L };
+		syscall(SYS_futex, &g_wseq[i], FUTEX_WAIT_PRIVATE, cur, timeout_ns < 0 ? NULL : &ts, NULL, 0);
+	}
+	g_wseen[i] = atomic_load(&g_wseq[i]);
+}
+
+static void gm_wake(void *ctx)
+{
+	unsigned i = worker_of(ctx);
+	atomic_fetch_add(&g_wakes, 1);
+	atomic_fetch_add(&g_wseq[i], 1);
+	syscall(SYS_futex, &g_wseq[i], FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
 static const struct ods_mover gate_mover = {
 	.name = "gate",
 	.worker_open = stage_test_worker_open,
@@ -98,6 +132,19 @@ static const struct ods_mover gate_mover = {
 	.write = gm_write,
 	.rw_whole = ods_posix_rw,
 	.complete = gm_complete,
+};
+
+static const struct ods_mover gate_mover_waking = {
+	.name = "gate",
+	.worker_open = stage_test_worker_open,
+	.worker_close = stage_test_worker_close,
+	.req_init = gm_req_init,
+	.read = gm_read,
+	.write = gm_write,
+	.rw_whole = ods_posix_rw,
+	.complete = gm_complete,
+	.wait = gm_wait,
+	.wake = gm_wake,
 };
 
 /* wait until `n` units are held, or `started` chunks were handed out in all */
@@ -361,6 +408,39 @@ static void case_extra(void)
 	}
 }
 
+/* A submit wakes no sleeping worker while another spins idle and will take
+ * the request (wake_workers less nidle): two workers both asleep; a read
+ * wakes one, and once it is done that one spins (1 s); a second read
+ * submitted meanwhile is taken by it, and the only wake-up is the one of
+ * its completion (ods_stage_post), not one of the sleeping worker. */
+static void case_nowake(void)
+{
+	reset();
+	struct ods_stage_params p = { .threads = 2, .depth = 2, .chunk = CHUNK, .spin_us = 1000000 };
+	static struct ods_config cfg;
+	struct ods_stage *s;
+	if (ods_stage_open(&s, &p, &gate_mover_waking, &cfg, &ods_accel_hostdev))
+		FAIL("ods_stage_open: %s", opends_last_error_detail());
+	usleep(2500 * 1000); /* both spin 1 s after starting, then sleep */
+	struct req a, b;
+	unsigned w0 = atomic_load(&g_wakes);
+	submit(s, &a, 0, 0, CHUNK, false);
+	finish(&a, (ssize_t)CHUNK, "first read");
+	unsigned w1 = atomic_load(&g_wakes);
+	if (w1 - w0 != 2)
+		FAIL("first read with both workers asleep: %u wake-ups, want 2 (the submit's, the completion's)", w1 - w0);
+	usleep(50 * 1000); /* its worker spins idle now */
+	submit(s, &b, 0, (off_t)CHUNK, CHUNK, false);
+	finish(&b, (ssize_t)CHUNK, "second read");
+	unsigned w2 = atomic_load(&g_wakes);
+	if (g_worker[1] != g_worker[0])
+		FAIL("the second read went to worker %u, not to worker %u spinning idle", g_worker[1], g_worker[0]);
+	if (w2 - w1 != 1)
+		FAIL("second read with a worker spinning idle: %u wake-ups, want 1 (its completion's only)", w2 - w1);
+	ods_stage_close(s);
+	printf("nowake: a read submitted while a worker spins idle wakes no sleeping worker\n");
+}
+
 #define NMANY 8
 
 struct many {
@@ -422,7 +502,7 @@ static void case_many(void)
 int main(int argc, char **argv)
 {
 	if (argc != 2)
-		FAIL("usage: test_stage_fair devices|fifo|cancel|many|extra");
+		FAIL("usage: test_stage_fair devices|fifo|cancel|many|extra|nowake");
 	alarm(60); /* a request lost from the queue would hang */
 	g_model = malloc(2 * LEN);
 	if (!g_model)
@@ -444,6 +524,8 @@ int main(int argc, char **argv)
 		case_many();
 	else if (!strcmp(argv[1], "extra"))
 		case_extra();
+	else if (!strcmp(argv[1], "nowake"))
+		case_nowake();
 	else
 		FAIL("unknown case %s", argv[1]);
 	free(g_model);

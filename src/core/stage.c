@@ -345,6 +345,25 @@ static bool fill(struct ods_stage_worker *w)
 	return any;
 }
 
+/* Count w in s->nidle (avail) or not: a worker in its idle spin that would
+ * take a new request, whom wake_workers need not wake (small's issue-17
+ * ask: each submit of a hot small file cost the submitter an eventfd write
+ * and a wake-up, while a worker spinning idle would have taken it). Only a
+ * worker free to take any new request counts: not one that declined the
+ * head request, nor a full one, nor an extra one (the devices queued may
+ * change under it: counted while two were queued, it would decline a new
+ * request for one, which its count kept from waking anyone). */
+static void idle_mark(struct ods_stage_worker *w, bool avail)
+{
+	if (avail == w->idle_counted)
+		return;
+	w->idle_counted = avail;
+	if (avail)
+		atomic_fetch_add(&w->s->nidle, 1);
+	else
+		atomic_fetch_sub(&w->s->nidle, 1);
+}
+
 static double now_us(void)
 {
 	struct timespec ts;
@@ -397,12 +416,14 @@ static void *worker_main(void *arg)
 		if (w->ncopy)
 			progress |= poll_copies(w, false);
 		if (progress) {
+			idle_mark(w, false);
 			spinning = false;
 			continue;
 		}
 		if (atomic_load(&s->stop) && w->nfree == s->p.depth && !atomic_load(&s->queued))
 			break;
 		if (w->ncopy) {
+			idle_mark(w, false);
 			if (!w->nio) {
 				poll_copies(w, true); /* only copies left: block on one */
 			} else {
@@ -418,10 +439,15 @@ static void *worker_main(void *arg)
 				spin_t0 = now_us();
 			}
 			if (s->p.spin_us < 0 || now_us() - spin_t0 < (double)s->p.spin_us) {
+				/* (the next pass of the loop looks at the queue) */
+				idle_mark(w, w->idx < s->p.threads && !w->declined && w->nfree && !mover_full(w));
 				ods_cpu_relax();
 				continue;
 			}
 		}
+		/* counted no more before it may sleep: a submitter that saw it
+		 * counted and woke nobody is then seen below (queued) */
+		idle_mark(w, false);
 		/* Sleep until the mover reports or a submitter wakes us.
 		 * Dekker handshake with ods_stage_submit: sleeping is published
 		 * before looking at the queue, the queue before looking at

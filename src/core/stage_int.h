@@ -33,6 +33,7 @@ struct ods_stage_worker {
 	void *lane;                   /* accelerator copy lane, or NULL: recorded copies */
 	struct ods_stage_unit *_Atomic posted; /* completions from other threads */
 	unsigned near_dev;            /* the device whose NUMA node it last moved to for */
+	bool idle_counted;            /* counted in s->nidle (stage.c idle_mark) */
 };
 
 struct ods_stage {
@@ -53,6 +54,7 @@ struct ods_stage {
 	unsigned nkey[ODS_STAGE_HOST_KEY + 1]; /* requests queued per fairness key */
 	atomic_uint ndevkeys; /* device keys with requests queued (changed under the lock) */
 	atomic_uint wake_rr; /* where the next wake-up scan starts */
+	atomic_uint nidle;   /* workers spinning idle, free to take a request (no wake needed) */
 	atomic_bool stop;
 	unsigned ready;      /* workers done setting up (lock) */
 	pthread_cond_t ready_cv;

@@ -191,14 +191,18 @@ struct ods_stage_req *ods_stage_take_chunk(struct ods_stage_worker *w, off_t *c0
 
 /* ---- submit ------------------------------------------------------------------ */
 
-/* Wake sleeping workers for `chunks` new chunks; the extra ones only when
- * requests for two or more devices were queued (multi), else a wake-up
- * spent on one that declines would leave a worker that could take them
- * asleep. */
+/* Wake sleeping workers for `chunks` new chunks, less those spinning idle,
+ * which take them without a wake-up (a system call here, a context switch
+ * there): they look at the queue before they stop counting in nidle and
+ * again before they sleep, after it (queued) was raised, which the
+ * caller did before this load. The extra workers only when requests for
+ * two or more devices were queued (multi), else a wake-up spent on one
+ * that declines would leave a worker that could take them asleep. */
 static void wake_workers(struct ods_stage *s, size_t chunks, bool multi)
 {
 	unsigned nw = multi ? s->nw : s->p.threads;
-	unsigned n = chunks < nw ? (unsigned)chunks : nw;
+	unsigned n = chunks < nw ? (unsigned)chunks : nw, idle = atomic_load(&s->nidle);
+	n = idle >= n ? 0 : n - idle;
 	unsigned start = atomic_fetch_add_explicit(&s->wake_rr, 1, memory_order_relaxed);
 	for (unsigned i = 0; i < nw && n; i++) {
 		struct ods_stage_worker *w = &s->w[(start + i) % nw];
