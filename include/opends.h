@@ -4,7 +4,7 @@
  * One C11 API, shaped like NVIDIA's cuFile, that moves file data between
  * storage and host or accelerator (GPU) memory. The same program runs with
  * GPUDirect Storage, without it, and without a GPU at all; the library picks
- * the fastest path the machine has (see OPENDS_BACKEND below).
+ * the fastest path the machine has (see OPENDS_BACKEND in opends/driver.h).
  *
  * Conventions used throughout this header
  * ----------------------------------------
