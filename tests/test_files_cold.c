@@ -9,7 +9,9 @@
  * (16 KiB), the block, and the bounce (1 MiB: the default inline limit;
  * one past it goes to the engine); reads of the whole file, past its end,
  * from an unaligned offset to its end, into an unaligned buffer offset.
- * Every read byte-exact with nothing written outside the bytes returned.
+ * Every read byte-exact with nothing written outside the bytes returned,
+ * through a buffered handle and an O_DIRECT one (whose uncached reads into
+ * device memory go through the same pinned bounce).
  * Stale data: a cold file whose first block is rewritten (dirty in the
  * page cache, the rest not cached) reads the new bytes. Counted by the
  * backend's io_uring submissions (this program links the library's
@@ -78,42 +80,52 @@ int main(int argc, char **argv)
 	t_driver_open();
 
 	unsigned long engine = 0, engine_big = 0;
-	for (size_t i = 0; i < nsizes; i++) {
-		size_t fsize = sizes[i];
+	for (size_t i = 0; i < 2 * nsizes; i++) {
+		/* a buffered handle, then (byte-exact only) an O_DIRECT one */
+		bool direct = i >= nsizes;
+		size_t fsize = sizes[i % nsizes];
+		if (direct && !direct_ok)
+			break;
 		char name[64];
 		snprintf(name, sizeof(name), "f%zu.bin", fsize);
 		t_path(path, sizeof(path), name);
 		t_write_pattern_file(path, fsize, hashpat);
 		int fd = t_open(path, O_RDONLY, false);
-		opends_handle_t fh = t_register(fd);
+		int hfd = direct ? t_open(path, O_RDONLY, true) : fd;
+		opends_handle_t fh = t_register(hfd);
+		/* counted: the buffered handle's reads (an O_DIRECT one never
+		 * went to the engine at these sizes) */
+		unsigned long ignored = 0;
 		bool small = fsize <= ((size_t)1 << 20);
 		unsigned long s0;
 		/* whole, cold */
 		drop(fd);
 		s0 = submits();
 		read_check(fh, mem, oracle, fsize, 0, fsize, 0, "cold whole");
-		*(small ? &engine : &engine_big) += submits() - s0;
+		*(direct ? &ignored : small ? &engine : &engine_big) += submits() - s0;
 		/* past EOF, cold, unaligned buffer offset */
 		drop(fd);
 		s0 = submits();
 		read_check(fh, mem, oracle, fsize, 0, fsize + 5000, 123, "cold past EOF");
 		if (fsize + 5000 <= ((size_t)1 << 20))
-			engine += submits() - s0;
+			*(direct ? &ignored : &engine) += submits() - s0;
 		/* from an unaligned offset to the end, cold */
 		if (fsize > 777) {
 			drop(fd);
 			s0 = submits();
 			read_check(fh, mem, oracle, fsize, 777, fsize - 777, 5, "cold tail");
 			if (small)
-				engine += submits() - s0;
+				*(direct ? &ignored : &engine) += submits() - s0;
 		}
 		/* hot, asked for twice the file: stays on the caller */
 		read_check(fh, mem, oracle, fsize, 0, fsize, 0, "warm-up");
 		s0 = submits();
 		read_check(fh, mem, oracle, fsize, 0, 2 * fsize, 0, "hot past EOF");
 		if (2 * fsize <= ((size_t)1 << 20))
-			engine += submits() - s0;
+			*(direct ? &ignored : &engine) += submits() - s0;
 		OK(opends_handle_deregister(fh));
+		if (direct)
+			close(hfd);
 		close(fd);
 		unlink(path);
 	}
@@ -124,15 +136,22 @@ int main(int argc, char **argv)
 	t_path(path, sizeof(path), "stale.bin");
 	t_write_pattern_file(path, fsize, hashpat);
 	int fd = t_open(path, O_RDWR, false);
-	drop(fd);
 	uint8_t *newer = t_xmalloc(fsize);
 	memcpy(newer, oracle, fsize);
-	for (size_t k = 0; k < 4096; k++)
-		newer[k] = (uint8_t)~newer[k];
-	t_pwrite_all(fd, newer, 4096, 0);
-	opends_handle_t fh = t_register(fd);
-	read_check(fh, mem, newer, fsize, 0, fsize, 0, "rewritten first block, rest cold");
-	OK(opends_handle_deregister(fh));
+	for (int direct = 0; direct < (direct_ok ? 2 : 1); direct++) {
+		drop(fd);
+		for (size_t k = 0; k < 4096; k++)
+			newer[k] = (uint8_t)~newer[k];
+		t_pwrite_all(fd, newer, 4096, 0);
+		int hfd = direct ? t_open(path, O_RDONLY, true) : fd;
+		opends_handle_t fh = t_register(hfd);
+		read_check(fh, mem, newer, fsize, 0, fsize, 0,
+			   direct ? "O_DIRECT handle, rewritten first block, rest cold"
+				  : "rewritten first block, rest cold");
+		OK(opends_handle_deregister(fh));
+		if (direct)
+			close(hfd);
+	}
 	close(fd);
 	free(newer);
 

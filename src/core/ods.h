@@ -404,5 +404,9 @@ void ods_pinned_forget(void); /* the child of fork: no engine, nothing reserved 
  * negated error. The ref backend is this alone; others use it for what
  * their fast path does not take. */
 ssize_t ods_posix_rw(struct ods_io *io);
+/* accel->copy_to_device of n bytes to dst, device memory of io's device
+ * (io->dev, from the request's classify: the layer need not look dst up
+ * again where it has copy_to_device_on) */
+int ods_io_to_device(const struct ods_io *io, void *dst, const void *src, size_t n);
 
 #endif

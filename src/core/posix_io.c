@@ -219,6 +219,12 @@ static ssize_t host_rw(struct ods_io *io, char *buf, size_t size, off_t off)
 	return (ssize_t)size;
 }
 
+int ods_io_to_device(const struct ods_io *io, void *dst, const void *src, size_t n)
+{
+	(void)io;
+	return ods_drv.accel->copy_to_device(dst, src, n);
+}
+
 /* Accelerator memory: stage each piece through an aligned host buffer
  * with the accelerator's synchronous copies. Simple and slow on purpose:
  * the fast staging pipeline is uring's. */
@@ -243,7 +249,7 @@ static ssize_t staged_rw(struct ods_io *io)
 		if (io->opcode == OPENDS_READ) {
 			r = host_rw(io, b, n, pos);
 			if (r > 0)
-				rc = accel->copy_to_device(io->buf + done, b, (size_t)r);
+				rc = ods_io_to_device(io, io->buf + done, b, (size_t)r);
 		} else {
 			rc = accel->copy_to_host(b, io->buf + done, n);
 			r = rc ? 0 : host_rw(io, b, n, pos);

@@ -120,7 +120,7 @@ static ssize_t inline_pread(struct ods_io *io, int fd)
 		return -ENOMEM;
 	ssize_t n = ods_pread_full(fd, b, io->size, io->off);
 	if (n > 0) {
-		int rc = ods_drv.accel->copy_to_device(io->buf, b, (size_t)n);
+		int rc = ods_io_to_device(io, io->buf, b, (size_t)n);
 		if (rc)
 			n = -rc;
 	}
@@ -129,13 +129,14 @@ static ssize_t inline_pread(struct ods_io *io, int fd)
 }
 
 /* A cold read that reaches the end of the file (a small file read whole),
- * on the caller's thread: the covering blocks O_DIRECT into a bounce, as
+ * or any uncached read of an O_DIRECT handle into device memory, on the
+ * caller's thread: the covering blocks O_DIRECT into a bounce, as
  * the engine's worker would read them, without its two hand-offs (to the
  * worker and back: a futex wake-up and 2 context switches per file) and
  * its second cachestat and fstat. The shape of the disk ceiling
  * (threads x pread O_DIRECT). Only reads that end at EOF: nothing follows
- * them to read ahead, where a cold piece of a longer file keeps the engine
- * and its read-ahead (stage_ra.c). fsize: the file's size at the call.
+ * them to read ahead, where a cold piece of a longer file on a buffered
+ * handle keeps the engine and its read-ahead (stage_ra.c). fsize: the file's size at the call.
  * The kernel writes dirty cached pages of the range back before a direct
  * read, so the bytes are the file's; bytes a direct read does not return
  * (the file shrank since, or a file system that returns short counts) are
@@ -178,8 +179,12 @@ static ssize_t inline_direct(struct ods_io *io, off_t fsize)
 	}
 	if (ret == 0 && a0 + (off_t)done < end) {
 		/* short of the size the file had: read the rest buffered,
-		 * which stops where the file now ends */
-		ssize_t r = ods_pread_full(h->fd, b + done, (size_t)(end - a0) - done, a0 + (off_t)done);
+		 * which stops where the file now ends (where there is no
+		 * buffered fd, the POSIX path does it all: nothing of the
+		 * caller's memory was written yet) */
+		int bfd = ods_handle_fd_buffered(h);
+		ssize_t r = bfd < 0 ? ODS_NOT_INLINE
+				    : ods_pread_full(bfd, b + done, (size_t)(end - a0) - done, a0 + (off_t)done);
 		if (r < 0)
 			ret = r;
 		else
@@ -193,7 +198,7 @@ static ssize_t inline_direct(struct ods_io *io, off_t fsize)
 		if (n && io->mem == ODS_MEM_HOST)
 			memcpy(io->buf, b + lead, n);
 		else if (n)
-			rc = ods_drv.accel->copy_to_device(io->buf, b + lead, n);
+			rc = ods_io_to_device(io, io->buf, b + lead, n);
 		ret = rc ? -rc : (ssize_t)n;
 	}
 	bounce_put(b, pooled);
@@ -231,9 +236,18 @@ ssize_t ods_uring_inline(struct ods_io *io)
 		return inline_pread(io, h->fd);
 	}
 	/* O_DIRECT: a cached range is read buffered through the twin, as a
-	 * worker would; the rest by the POSIX path (O_DIRECT, alignment) */
+	 * worker would; the rest by the POSIX path (O_DIRECT, alignment),
+	 * device memory through the pooled pinned bounce (the POSIX path
+	 * stages it through memory allocated per call, which the accelerator
+	 * copies from slowly) */
 	int fd = ods_handle_fd_buffered(h);
 	if (fd >= 0 && ods_uring_cached(fd, io->off, io->off + (off_t)io->size, -1))
 		return inline_pread(io, fd);
+	if (io->mem == ODS_MEM_DEVICE) {
+		off_t fs = ods_handle_size(h);
+		ssize_t r = fs >= 0 ? inline_direct(io, fs) : ODS_NOT_INLINE;
+		if (r != ODS_NOT_INLINE)
+			return r;
+	}
 	return ods_posix_rw(io);
 }
