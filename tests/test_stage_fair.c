@@ -134,19 +134,6 @@ static const struct ods_mover gate_mover = {
 	.complete = gm_complete,
 };
 
-static const struct ods_mover gate_mover_waking = {
-	.name = "gate",
-	.worker_open = stage_test_worker_open,
-	.worker_close = stage_test_worker_close,
-	.req_init = gm_req_init,
-	.read = gm_read,
-	.write = gm_write,
-	.rw_whole = ods_posix_rw,
-	.complete = gm_complete,
-	.wait = gm_wait,
-	.wake = gm_wake,
-};
-
 /* wait until `n` units are held, or `started` chunks were handed out in all */
 static void wait_held(unsigned n, unsigned started)
 {
@@ -418,8 +405,12 @@ static void case_nowake(void)
 	reset();
 	struct ods_stage_params p = { .threads = 2, .depth = 2, .chunk = CHUNK, .spin_us = 1000000 };
 	static struct ods_config cfg;
+	static struct ods_mover waking; /* the gate mover with the wake-ups counted */
+	waking = gate_mover;
+	waking.wait = gm_wait;
+	waking.wake = gm_wake;
 	struct ods_stage *s;
-	if (ods_stage_open(&s, &p, &gate_mover_waking, &cfg, &ods_accel_hostdev))
+	if (ods_stage_open(&s, &p, &waking, &cfg, &ods_accel_hostdev))
 		FAIL("ods_stage_open: %s", opends_last_error_detail());
 	usleep(2500 * 1000); /* both spin 1 s after starting, then sleep */
 	struct req a, b;
