@@ -88,33 +88,15 @@ def loaders(names, device, framework):
         from opends.safetensors import load_file
 
         out["opends"] = lambda p: load_file(p, device=device, framework=framework)
-    if "opends-parsefirst" in names:  # the same with the data read started after the header's parse and views
-        from opends import _stfast
-        from opends.safetensors import load_file
-
-        def parse_first(p):
-            _stfast.READ_FIRST = False
-            try:
-                return load_file(p, device=device, framework=framework)
-            finally:
-                _stfast.READ_FIRST = True
-
-        out["opends-parsefirst"] = parse_first
-    for label, threads in (("opends-threads", 4), ("opends-nothreads", 0)):
-        if label in names:  # the views of each dtype made in threads of their own, or all by the caller
-            out[label] = _with_view_threads(threads, device, framework)
-    if "opends-pyparse" in names:  # the header parsed in Python (the C indexer off)
-        from opends import _stindex
-        from opends.safetensors import load_file
-
-        def pyparse(p):
-            _stindex.ENABLED = False
-            try:
-                return load_file(p, device=device, framework=framework)
-            finally:
-                _stindex.ENABLED = True
-
-        out["opends-pyparse"] = pyparse
+    # opends with one module setting changed for the load: the data read
+    # started after the header's parse and views; the views of each dtype
+    # made in threads of their own, or all by the caller; the header parsed
+    # in Python (the C indexer off)
+    variants = {"opends-parsefirst": ("_stfast", "READ_FIRST", False), "opends-threads": ("_stfast", "VIEW_THREADS", 4),
+                "opends-nothreads": ("_stfast", "VIEW_THREADS", 0), "opends-pyparse": ("_stindex", "ENABLED", False)}
+    for label, (mod, attr, value) in variants.items():
+        if label in names:
+            out[label] = _variant(mod, attr, value, device, framework)
     if "safetensors" in names:
         try:
             if framework == "numpy":
@@ -150,16 +132,20 @@ def loaders(names, device, framework):
     return out
 
 
-def _with_view_threads(threads, device, framework):
-    from opends import _stfast
+def _variant(mod, attr, value, device, framework):
+    import importlib
+
     from opends.safetensors import load_file
 
+    m = importlib.import_module("opends." + mod)
+
     def load(p):
-        was, _stfast.VIEW_THREADS = _stfast.VIEW_THREADS, threads
+        was = getattr(m, attr)
+        setattr(m, attr, value)
         try:
             return load_file(p, device=device, framework=framework)
         finally:
-            _stfast.VIEW_THREADS = was
+            setattr(m, attr, was)
 
     return load
 
