@@ -262,18 +262,23 @@ def _layout_file(tmp_path):
     return ts, hdr
 
 
-@pytest.mark.parametrize("parser", ["json", "orjson"])
+@pytest.mark.parametrize("parser", ["c", "json", "orjson"])
 def test_layouts_load_byte_exact(tmp_path, parser, monkeypatch):
-    from opends import _stfast
+    from opends import _stfast, _stindex
 
+    if parser != "c":  # the Python parser: the C indexer off
+        monkeypatch.setattr(_stindex, "ENABLED", False)
     if parser == "json":
         monkeypatch.setattr(_stfast, "_orjson", None)
-    elif _stfast._orjson is None:
+    elif parser == "orjson" and _stfast._orjson is None:
         pytest.skip("orjson is not installed")
     ts, hdr = _layout_file(tmp_path)
     for name in ("a", "b"):
         for copy in (False, True):
             got = ost.load_file(str(tmp_path / ("%s.safetensors" % name)), framework="numpy", copy=copy)
+            # (b lists its tensors out of file order: always the Python parser's)
+            c = parser == "c" and name == "a" and _stindex._functions() is not None
+            assert (_stfast.last_phases["parser"] == "c") == c, (name, _stfast.last_phases["parser"])
             assert list(got) == (list(hdr) if name == "a" else list(hdr)[::-1])
             for k, (dt, shape, raw) in ts.items():
                 assert got[k].shape == tuple(shape) and got[k].tobytes() == raw, (name, k)
@@ -286,12 +291,15 @@ def test_layouts_load_byte_exact(tmp_path, parser, monkeypatch):
             assert t.reshape(-1).view(torch.uint8).numpy().tobytes() == raw, (name, k)
 
 
-@pytest.fixture(params=["numpy", "lists"])
+@pytest.fixture(params=["c", "numpy", "lists"])
 def checks(request, monkeypatch):
-    """The list-at-a-time route's checks and grouping as NumPy array
-    operations (where NumPy is installed) and as list passes (where not)."""
-    from opends import _stfast
+    """The header indexed in C; the list-at-a-time route's checks and
+    grouping as NumPy array operations (where NumPy is installed) and as
+    list passes (where not)."""
+    from opends import _stfast, _stindex
 
+    if request.param != "c":
+        monkeypatch.setattr(_stindex, "ENABLED", False)
     if request.param == "lists":
         monkeypatch.setattr(_stfast, "_numpy_mod", [None])
     else:
