@@ -3,7 +3,7 @@
 #   tests/fuzz/run_fuzz.sh [SOURCE_ROOT [WORK_DIR [SECONDS [TARGETS...]]]]
 # Each target is compiled from the library's sources (fuzz_config: only
 # src/core/config.c and errors.c; fuzz_api: the core, the host layer and
-# the ref backend) with -fsanitize=fuzzer,address,undefined, then run for
+# the ref backend; fuzz_stindex: the safetensors header indexer) with -fsanitize=fuzzer,address,undefined, then run for
 # SECONDS (default 20) from its committed seed corpus tests/fuzz/corpus/
 # <target>/ (new inputs go to WORK_DIR/corpus-<target>, not to the tree).
 # Exit 0 pass, 77 when clang's libFuzzer is not available, else fail.
@@ -38,6 +38,8 @@ build() {
 	fuzz_api) "$clang" "${flags[@]}" "$src/tests/fuzz/fuzz_api.c" "$src"/src/core/*.c "$src"/src/sources/*.c \
 		"$src/src/accel/host/host.c" "$src/src/accel/near.c" "$src/src/backends/ref/ref.c" -lpthread -ldl \
 		-o "$work/fuzz_api" ;;
+	fuzz_stindex) "$clang" "${flags[@]}" "$src/tests/fuzz/fuzz_stindex.c" "$src/src/formats/st_index.c" \
+		-o "$work/fuzz_stindex" ;;
 	*) echo "unknown target $1"; return 1 ;;
 	esac
 }
