@@ -545,8 +545,10 @@ int ods_url_rados(opends_handle_t *fh, const char *rest, int flags, int *berr)
 		else if (!strcmp(k, "ns"))
 			ns = v;
 		else if (!strcmp(k, "op_timeout")) {
+			/* plain decimal digits, as the OPENDS_* numbers: no sign,
+			 * spaces or leading zeros, which strtoul would take */
 			unsigned long t = strtoul(v, &end, 10);
-			if (!*v || *end || *v == '-' || t > MAX_TIMEOUT)
+			if (!*v || *end || *v < '0' || *v > '9' || (*v == '0' && v[1]) || t > MAX_TIMEOUT)
 				rc = ods_fail(OPENDS_INVALID_VALUE, "opends_handle_open_url: op_timeout=%.32s: seconds "
 								    "from 0 (none) to %u", v, MAX_TIMEOUT);
 			timeout = (unsigned)t;

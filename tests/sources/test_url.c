@@ -50,6 +50,12 @@ int main(void)
 	bad("rados://pool/obj?op_timeout=-1", O_RDONLY, "op_timeout");
 	bad("rados://pool/obj?op_timeout=", O_RDONLY, "op_timeout");
 	bad("rados://pool/obj?op_timeout=99999999999", O_RDONLY, "op_timeout");
+	/* numbers as the configuration variables take them: plain decimal
+	 * digits, no sign, spaces or leading zeros (strtoul would take these) */
+	bad("rados://pool/obj?op_timeout=+5", O_RDONLY, "op_timeout");
+	bad("rados://pool/obj?op_timeout=%205", O_RDONLY, "op_timeout");
+	bad("rados://pool/obj?op_timeout=05", O_RDONLY, "op_timeout");
+	bad("rados://pool/obj?op_timeout=5%20", O_RDONLY, "op_timeout");
 	bad("rados://pool/obj?striper=2", O_RDONLY, "striper");
 	bad("rados://pool/obj?colour=blue", O_RDONLY, "colour");
 	bad("rados://pool/obj?conf", O_RDONLY, "key=value");
