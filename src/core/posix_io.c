@@ -221,8 +221,8 @@ static ssize_t host_rw(struct ods_io *io, char *buf, size_t size, off_t off)
 
 int ods_io_to_device(const struct ods_io *io, void *dst, const void *src, size_t n)
 {
-	(void)io;
-	return ods_drv.accel->copy_to_device(dst, src, n);
+	const struct ods_accel *a = ods_drv.accel;
+	return a->copy_to_device_on ? a->copy_to_device_on(io->dev, dst, src, n) : a->copy_to_device(dst, src, n);
 }
 
 /* Accelerator memory: stage each piece through an aligned host buffer
