@@ -14,6 +14,9 @@
  *    (hostdev: the values at the call are; host: those at execution);
  *  - a stream write queued ahead of a fixed read on its stream is seen by
  *    the read (no read overtakes a queued stream write);
+ *  - on a stream with nothing queued (registered or not), accelerator
+ *    streams read the values at the call: values changed just after it
+ *    are not used;
  *  - 64 fixed streams with reads in flight at once.
  */
 #include "test_stream_common.h"
@@ -162,6 +165,39 @@ static void write_then_read(opends_stream_t s, opends_handle_t wh)
 	free(out);
 }
 
+/* A stream with nothing queued reaches a read at the call: on
+ * accelerator streams its values are read then (and its reads start
+ * then, not when the device runs its first command, which on a hardware
+ * queue shared with other streams' held waits comes late), so values
+ * changed just after the call are not used, registered or not. On host
+ * queues the values at execution are used (either may be seen there). */
+static void idle(opends_stream_t s)
+{
+	t_phase = "an idle stream reads its values at the call";
+	const size_t N = 3 * T_MiB + 5, N2 = T_MiB;
+	const off_t at = 4097, at2 = 8 * (off_t)T_MiB;
+	uint8_t *out = t_xmalloc(N);
+	for (int it = 0; it < 20; it++) {
+		memset(out, T_CANARY, N);
+		OK(opends_stream_synchronize(s)); /* nothing queued */
+		struct sop a = { N, at, 0, SENT };
+		OK(opends_stream_read(fh, out, &a.size, &a.foff, &a.boff, &a.res, s));
+		a.size = N2; /* at once: before the stream could have run a command */
+		a.foff = at2;
+		OK(opends_stream_synchronize(s));
+		if (!accel) {
+			CHECKF(a.res == (ssize_t)N || a.res == (ssize_t)N2, "host queues: read gave %zd (%s)", a.res,
+			       t_errname(a.res));
+			VERIFY(out, oracle + (a.res == (ssize_t)N ? at : at2), (size_t)a.res, "host queues: data");
+			continue;
+		}
+		CHECKF(a.res == (ssize_t)N, "round %d: read gave %zd (%s), expected the size at the call %zu", it, a.res,
+		       t_errname(a.res), N);
+		VERIFY(out, oracle + at, N, "round %d: the file offset at the call", it);
+	}
+	free(out);
+}
+
 static void many_streams(void)
 {
 	t_phase = "64 fixed streams at once";
@@ -194,6 +230,7 @@ int main(int argc, char **argv)
 
 		exact(fixed);
 		late_write(plain, wfd);
+		idle(plain);
 		changed(fixed);
 		write_then_read(fixed, fh);
 		exact(fixed);
