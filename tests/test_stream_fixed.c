@@ -17,6 +17,7 @@
  *  - on a stream with nothing queued (registered or not), accelerator
  *    streams read the values at the call: values changed just after it
  *    are not used;
+ *  - a file of unknown size (/proc) on a fixed stream reads to its EOF;
  *  - 64 fixed streams with reads in flight at once.
  */
 #include "test_stream_common.h"
@@ -198,6 +199,36 @@ static void idle(opends_stream_t s)
 	free(out);
 }
 
+/* A file whose size the file system does not give (/proc: st_size 0) on
+ * a fixed stream: its read cannot stop at an end seen at the call, so it
+ * waits for the stream and reads until EOF, as an unregistered one. */
+static void unknown_size(opends_stream_t s)
+{
+	t_phase = "a file of unknown size on a fixed stream";
+	int fd = open("/proc/self/maps", O_RDONLY);
+	if (fd < 0) {
+		printf("unknown size: /proc/self/maps not here, case skipped\n");
+		return;
+	}
+	opends_handle_t h = t_register(fd);
+	const size_t N = 1 << 20;
+	uint8_t *out = t_xmalloc(N);
+	memset(out, T_CANARY, N);
+	struct sop a = { N, 0, 0, SENT };
+	OK(opends_stream_read(h, out, &a.size, &a.foff, &a.boff, &a.res, s));
+	OK(opends_stream_synchronize(s));
+	/* the maps change as the process runs: only the length is unknown,
+	 * so check that something the size of a maps file came back, and
+	 * that it starts as every maps line does (a hex address) */
+	CHECKF(a.res > 64 && (size_t)a.res < N, "read gave %zd (%s), expected the maps file", a.res,
+	       t_errname(a.res));
+	CHECKF(strchr("0123456789abcdef", out[0]) && memchr(out, '\n', (size_t)a.res), "not a maps file: %.20s", out);
+	VERIFY_CANARY(out + a.res, N - (size_t)a.res, "past the bytes returned");
+	free(out);
+	OK(opends_handle_deregister(h));
+	close(fd);
+}
+
 static void many_streams(void)
 {
 	t_phase = "64 fixed streams at once";
@@ -234,6 +265,7 @@ int main(int argc, char **argv)
 		changed(fixed);
 		write_then_read(fixed, fh);
 		exact(fixed);
+		unknown_size(fixed);
 		many_streams();
 
 		OK(opends_stream_destroy(plain));

@@ -712,14 +712,19 @@ static opends_error_t accel_enqueue(const char *fn, const struct ods_sargs *a, o
 	 * streams on CUDA's 8 queues kept ~8 reads in flight (the cold
 	 * imagenetish stream leg at 0.65x the disk). */
 	const struct ods_accel_streams *sacc = ods_drv.accel->streams;
+	size_t valid0 = !plan || write ? size : ods_handle_valid(io.fh, *a->file_offset, size);
+	/* ... and only where the file's size is known: a read started early
+	 * stops at the end seen at the call (piece_start), and a file of
+	 * unknown size (a source, /proc) has none, so it would read nothing */
 	bool early = plan && !write && atomic_load(&awrites) == 0 &&
-		     (ods_astream_fixed(stream) || (sacc->stream_idle && sacc->stream_idle(dev, stream)));
+		     (ods_astream_fixed(stream) || (sacc->stream_idle && sacc->stream_idle(dev, stream))) &&
+		     (valid0 == size || ods_handle_size(io.fh) >= 0);
 	op->base = plan && !early;
 	if (plan) {
 		op->dev = io.buf;
 		op->size0 = size;
 		op->boff0 = *a->buf_offset;
-		op->valid0 = write ? size : ods_handle_valid(io.fh, *a->file_offset, size);
+		op->valid0 = valid0;
 		op->slot = slot;
 		op->stage = stage;
 		op->cls = cls;
