@@ -24,10 +24,10 @@
  *   opends_op_status_error() turns any of them into a string.
  * - opends_last_error_detail() gives a sentence on the last failure of the
  *   calling thread, naming the argument or variable at fault.
- * - opends_driver_open() and opends_driver_close() are not thread-safe; every
- *   other call is, once open has returned. Any call other than open made
- *   while the driver is closed fails with OPENDS_DRIVER_NOT_INITIALIZED (or
- *   its negation).
+ * - opends_driver_open(), opends_driver_open_with() and
+ *   opends_driver_close() are not thread-safe; every other call is, once
+ *   open has returned. Any call other than open made while the driver is
+ *   closed fails with OPENDS_DRIVER_NOT_INITIALIZED (or its negation).
  * - fork(): in the child, the driver inherited from the parent is closed
  *   (every call fails at once with OPENDS_DRIVER_NOT_INITIALIZED; close
  *   too) and the child may call opends_driver_open() for a driver of its
