@@ -20,34 +20,15 @@
  *            the environment's and reach OpenDS (and the properties)
  */
 #include <dlfcn.h>
-#include <stdbool.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include "cufile.h"
-#include "cufile_api.h"
+#include "dropin_test.h"
 #include "opends.h"
 
 #define VAR "OPENDS_IO_KWORKERS"
 
 extern char **environ;
 
-static struct ods_cufile_api L; /* src/vendor/cufile_api.h */
-static const char *lib;
 static opends_error_t (*get_setting)(const char *, char *, size_t, opends_setting_source_t *);
-
-#define CHECK(c, ...)                                                        \
-	do {                                                                 \
-		if (!(c)) {                                                  \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-			fprintf(stderr, __VA_ARGS__);                        \
-			fputc('\n', stderr);                                 \
-			exit(1);                                             \
-		}                                                            \
-	} while (0)
 
 /* ---- the environment, edited by this file only --------------------------- */
 
@@ -133,12 +114,9 @@ static void set_var(const char *name, const char *v)
 
 /* ---- the cases ------------------------------------------------------------ */
 
-static void load(void)
+/* the libopends the drop-in NEEDs, loaded with it */
+static void load_opends(void)
 {
-	char why[512];
-	CHECK(ods_cufile_load(&L, lib, 0, why, sizeof(why)) == 0, "load %s: %s", lib, why);
-	CHECK(L.dropin, "%s is not OpenDS's drop-in", lib);
-	/* the libopends the drop-in NEEDs, loaded with it */
 	void *ods = dlopen("libopends.so.0", RTLD_NOW | RTLD_NOLOAD);
 	CHECK(ods, "libopends.so.0 is not loaded with the drop-in: %s", dlerror());
 	*(void **)&get_setting = dlsym(ods, "opends_driver_get_setting");
@@ -217,38 +195,12 @@ static void c_params(void)
 
 int main(int argc, char **argv)
 {
-	for (int i = 1; i < argc; i++)
-		if (!strncmp(argv[i], "--lib=", 6))
-			lib = argv[i] + 6;
-	if (!lib) {
-		fprintf(stderr, "usage: %s --lib=PATH\n", argv[0]);
-		return 2;
-	}
-	load();
-	static const struct {
-		const char *name;
-		void (*fn)(void);
-	} cases[] = { { "unset", c_unset },
-		      { "own", c_own },
-		      { "empty", c_empty },
-		      { "invalid", c_invalid },
-		      { "params", c_params } };
-	int failed = 0;
-	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
-		fflush(NULL);
-		pid_t p = fork();
-		CHECK(p >= 0, "fork");
-		if (p == 0) {
-			cases[i].fn();
-			fflush(NULL);
-			_exit(0);
-		}
-		int st = 0;
-		CHECK(waitpid(p, &st, 0) == p, "waitpid");
-		bool ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
-		printf("%s: %s\n", cases[i].name, ok ? "OK" : "FAILED");
-		failed += !ok;
-	}
-	printf("%d passed, %d failed\n", (int)(sizeof(cases) / sizeof(*cases)) - failed, failed);
-	return failed ? 1 : 0;
+	dt_load(argc, argv);
+	load_opends();
+	static const struct dt_case cases[] = { { "unset", c_unset },
+						{ "own", c_own },
+						{ "empty", c_empty },
+						{ "invalid", c_invalid },
+						{ "params", c_params } };
+	return dt_run_cases(cases, sizeof(cases) / sizeof(*cases));
 }

@@ -20,28 +20,12 @@
  * cannot run threads started after such a fork).
  * Children have a watchdog: a hang fails the test. Exit 0 pass, 1 fail.
  */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE
-#endif
-#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
-#include <stdbool.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include "cufile.h"
-#include "cufile_api.h"
-
-#ifdef cuFileDriverClose
-#undef cuFileDriverClose
-#endif
+#include "dropin_test.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define PARK_AROUND_FORK 1
@@ -70,47 +54,13 @@
 #define FSZ (1u << 20)
 #define NV CU_FILE_DRIVER_NOT_INITIALIZED
 
-static struct ods_cufile_api L; /* src/vendor/cufile_api.h */
-static const char *lib;
-static const char *who = "parent";
 static char path[256];
 static uint8_t *oracle;
-
-#define CHECK(c, ...)                                                              \
-	do {                                                                       \
-		if (!(c)) {                                                        \
-			fprintf(stderr, "FAIL %s:%d [%s]: ", __FILE__, __LINE__, who); \
-			fprintf(stderr, __VA_ARGS__);                              \
-			fputc('\n', stderr);                                       \
-			_exit(1);                                                  \
-		}                                                                  \
-	} while (0)
-#define CU_OK(call)                                                                             \
-	do {                                                                                    \
-		CUfileError_t e_ = (call);                                                      \
-		CHECK(e_.err == CU_FILE_SUCCESS, "%s: %d, expected success", #call, (int)e_.err); \
-	} while (0)
-#define CU_ERR(call, code)                                                                         \
-	do {                                                                                       \
-		CUfileError_t e_ = (call);                                                         \
-		CHECK((int)e_.err == (int)(code), "%s: %d, expected %d", #call, (int)e_.err, (int)(code)); \
-	} while (0)
 
 static uint8_t pat(uint64_t off)
 {
 	uint64_t x = (off + 1) * 0x9E3779B97F4A7C15ull;
 	return (uint8_t)(x >> 56);
-}
-
-static CUfileHandle_t reg(int fd)
-{
-	CUfileDescr_t d;
-	memset(&d, 0, sizeof(d));
-	d.type = CU_FILE_HANDLE_TYPE_OPAQUE_FD;
-	d.handle.fd = fd;
-	CUfileHandle_t fh = NULL;
-	CU_OK(L.cuFileHandleRegister(&fh, &d));
-	return fh;
 }
 
 /* read n bytes at off through fh: byte-exact against the oracle */
@@ -127,31 +77,13 @@ static void read_check(CUfileHandle_t fh, uint64_t off, size_t n)
 	free(b);
 }
 
-static void watchdog(int sig)
-{
-	(void)sig;
-	static const char m[] = "FAIL: watchdog fired (hang)\n";
-	if (write(2, m, sizeof m - 1) < 0) {
-	}
-	_exit(3);
-}
-
-static void wait_child(pid_t pid)
-{
-	int st = 0;
-	CHECK(waitpid(pid, &st, 0) == pid, "waitpid: %s", strerror(errno));
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child %s %d", WIFEXITED(st) ? "exited with" : "died of signal",
-	      WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
-}
-
 /* In a child forked with the driver open: closed for everything until
  * cuFileDriverOpen, then a driver of its own. parent_fh: the parent's
  * handle. */
 static void child_of_open(CUfileHandle_t parent_fh, int fd, unsigned seed)
 {
-	who = "child";
-	signal(SIGALRM, watchdog);
-	alarm(30);
+	dt_who = "child";
+	dt_watchdog(30);
 	uint8_t buf[8192];
 	CHECK(L.cuFileRead(parent_fh, buf, 4096, 0, 0) == -(ssize_t)NV, "read through the parent's handle: %zd",
 	      L.cuFileRead(parent_fh, buf, 4096, 0, 0));
@@ -178,7 +110,7 @@ static void child_of_open(CUfileHandle_t parent_fh, int fd, unsigned seed)
 	/* cuFileDriverOpen again: a driver of the child's own */
 	CU_OK(L.cuFileDriverOpen());
 	CHECK(L.cuFileUseCount() == 1, "use count %ld after cuFileDriverOpen", L.cuFileUseCount());
-	h = reg(fd);
+	h = dt_reg(fd);
 	CU_OK(L.cuFileBufRegister(buf, sizeof(buf), 0));
 	for (unsigned k = 0; k < 8; k++) {
 		uint64_t off = (seed * 7919u + k * 104729u) % (FSZ - 8192);
@@ -194,7 +126,7 @@ static void child_of_open(CUfileHandle_t parent_fh, int fd, unsigned seed)
 	L.cuFileHandleDeregister(h);
 	CU_OK(L.cuFileDriverClose_v2());
 	/* closed again normally: implicit open works as it always does */
-	h = reg(fd);
+	h = dt_reg(fd);
 	read_check(h, 12345, 777);
 	L.cuFileHandleDeregister(h);
 	CU_OK(L.cuFileDriverClose_v2());
@@ -212,14 +144,14 @@ static void c_open(void)
 {
 	int fd = open_file();
 	CU_OK(L.cuFileDriverOpen());
-	CUfileHandle_t fh = reg(fd);
+	CUfileHandle_t fh = dt_reg(fd);
 	read_check(fh, 0, 65536);
 	fflush(NULL);
 	pid_t pid = fork();
 	CHECK(pid >= 0, "fork: %s", strerror(errno));
 	if (pid == 0)
 		child_of_open(fh, fd, 1);
-	wait_child(pid);
+	dt_wait_ok(pid);
 	/* the parent is not affected */
 	CHECK(L.cuFileUseCount() == 1, "parent's use count %ld, expected 1", L.cuFileUseCount());
 	read_check(fh, 1000, 200000);
@@ -232,12 +164,11 @@ static void c_open(void)
 /* a child of a process whose driver is closed: opens on first use */
 static void child_of_closed(int fd)
 {
-	who = "child";
-	signal(SIGALRM, watchdog);
-	alarm(30);
+	dt_who = "child";
+	dt_watchdog(30);
 	if (CHILD_NO_THREADS)
 		_exit(0);
-	CUfileHandle_t h = reg(fd); /* opens the driver */
+	CUfileHandle_t h = dt_reg(fd); /* opens the driver */
 	CHECK(L.cuFileUseCount() == 1, "use count %ld after the implicit open", L.cuFileUseCount());
 	read_check(h, 777, 33333);
 	L.cuFileHandleDeregister(h);
@@ -251,7 +182,7 @@ static void c_closed(void)
 	for (int round = 0; round < 2; round++) {
 		if (round == 1) { /* opened and closed before the fork */
 			CU_OK(L.cuFileDriverOpen());
-			CUfileHandle_t fh = reg(fd);
+			CUfileHandle_t fh = dt_reg(fd);
 			read_check(fh, 0, 4096);
 			L.cuFileHandleDeregister(fh);
 			CU_OK(L.cuFileDriverClose_v2());
@@ -261,7 +192,7 @@ static void c_closed(void)
 		CHECK(pid >= 0, "fork: %s", strerror(errno));
 		if (pid == 0)
 			child_of_closed(fd);
-		wait_child(pid);
+		dt_wait_ok(pid);
 	}
 	close(fd);
 }
@@ -292,7 +223,7 @@ static void c_busy(void)
 {
 	int fd = open_file();
 	CU_OK(L.cuFileDriverOpen());
-	busy_fh = reg(fd);
+	busy_fh = dt_reg(fd);
 	pthread_t t;
 	CHECK(pthread_create(&t, NULL, busy, NULL) == 0, "pthread_create");
 	for (unsigned i = 0; i < 6; i++) {
@@ -309,7 +240,7 @@ static void c_busy(void)
 			child_of_open(busy_fh, fd, 100 + i);
 		if (PARK_AROUND_FORK)
 			atomic_store(&park_ask, false);
-		wait_child(pid);
+		dt_wait_ok(pid);
 	}
 	atomic_store(&busy_stop, true);
 	pthread_join(t, NULL);
@@ -322,16 +253,8 @@ static void c_busy(void)
 
 int main(int argc, char **argv)
 {
-	for (int i = 1; i < argc; i++)
-		if (!strncmp(argv[i], "--lib=", 6))
-			lib = argv[i] + 6;
-	if (!lib) {
-		fprintf(stderr, "usage: %s --lib=PATH\n", argv[0]);
-		return 2;
-	}
-	char why[512];
-	CHECK(ods_cufile_load(&L, lib, 0, why, sizeof(why)) == 0, "load %s: %s", lib, why);
-	CHECK(L.dropin, "%s is not OpenDS's drop-in", lib);
+	dt_load(argc, argv);
+	dt_watchdog(240);
 	const char *tmp = getenv("TMPDIR");
 	snprintf(path, sizeof(path), "%s/cufile-fork-XXXXXX", tmp && *tmp ? tmp : "/tmp");
 	int fd = mkstemp(path);
@@ -342,31 +265,9 @@ int main(int argc, char **argv)
 		oracle[i] = pat(i);
 	CHECK(pwrite(fd, oracle, FSZ, 0) == (ssize_t)FSZ, "pwrite");
 	close(fd);
-
-	static const struct {
-		const char *name;
-		void (*fn)(void);
-	} cases[] = { { "open", c_open }, { "closed", c_closed }, { "busy", c_busy } };
-	int failed = 0;
-	alarm(240);
-	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
-		fflush(NULL);
-		pid_t p = fork();
-		CHECK(p >= 0, "fork");
-		if (p == 0) {
-			who = cases[i].name;
-			cases[i].fn();
-			fflush(NULL);
-			_exit(0);
-		}
-		int st = 0;
-		CHECK(waitpid(p, &st, 0) == p, "waitpid");
-		bool ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
-		printf("%s: %s\n", cases[i].name, ok ? "OK" : "FAILED");
-		failed += !ok;
-	}
+	static const struct dt_case cases[] = { { "open", c_open }, { "closed", c_closed }, { "busy", c_busy } };
+	int rc = dt_run_cases(cases, sizeof(cases) / sizeof(*cases));
 	unlink(path);
 	free(oracle);
-	printf("%d passed, %d failed\n", (int)(sizeof(cases) / sizeof(*cases)) - failed, failed);
-	return failed ? 1 : 0;
+	return rc;
 }

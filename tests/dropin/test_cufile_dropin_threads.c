@@ -19,47 +19,21 @@
  *   - cuFileDriverOpen / cuFileDriverClose: success, every time;
  * and nothing crashes or hangs (watchdog). Exit 0 pass, 1 fail.
  */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE
-#endif
-#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
-#include <stdbool.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <time.h>
-#include <unistd.h>
 
-#include "cufile.h"
-#include "cufile_api.h"
-
-#ifdef cuFileDriverClose
-#undef cuFileDriverClose
-#endif
+#include "dropin_test.h"
 
 #define NT 6
 #define FSZ (256u << 10)
 #define IOMAX 65536u
 
-static struct ods_cufile_api L; /* src/vendor/cufile_api.h */
 static char paths[NT][256];
 static atomic_bool stop;
 static atomic_ulong reads_ok, reads_stale, cycles;
-
-#define CHECK(c, ...)                                                     \
-	do {                                                              \
-		if (!(c)) {                                               \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-			fprintf(stderr, __VA_ARGS__);                     \
-			fputc('\n', stderr);                              \
-			_exit(1);                                         \
-		}                                                         \
-	} while (0)
 
 static uint8_t pat(unsigned t, uint64_t off)
 {
@@ -73,18 +47,6 @@ static uint64_t rnd(uint64_t *s)
 	*s ^= *s >> 7;
 	*s ^= *s << 17;
 	return *s;
-}
-
-static CUfileHandle_t reg(int fd)
-{
-	CUfileDescr_t d;
-	memset(&d, 0, sizeof(d));
-	d.type = CU_FILE_HANDLE_TYPE_OPAQUE_FD;
-	d.handle.fd = fd;
-	CUfileHandle_t fh = NULL;
-	CUfileError_t e = L.cuFileHandleRegister(&fh, &d);
-	CHECK(e.err == CU_FILE_SUCCESS, "cuFileHandleRegister: %d", (int)e.err);
-	return fh;
 }
 
 /* a read through fh: the thread's own bytes, or the handle was released
@@ -116,13 +78,13 @@ static void *worker(void *arg)
 	CHECK(fd >= 0 && kfd >= 0, "open: %s", strerror(errno));
 	uint8_t *buf = malloc(IOMAX);
 	CHECK(buf, "malloc");
-	CUfileHandle_t kept = reg(kfd);
+	CUfileHandle_t kept = dt_reg(kfd);
 	while (!atomic_load(&stop)) {
-		CUfileHandle_t fh = reg(fd);
+		CUfileHandle_t fh = dt_reg(fd);
 		read_one(t, fh, buf, &seed);
 		if (!read_one(t, kept, buf, &seed)) {
 			L.cuFileHandleDeregister(kept); /* released: nothing to do */
-			kept = reg(kfd);
+			kept = dt_reg(kfd);
 		}
 		CUfileError_t e = L.cuFileBufRegister(buf, IOMAX, 0);
 		CHECK(e.err == CU_FILE_SUCCESS, "thread %u: cuFileBufRegister: %d", t, (int)e.err);
@@ -139,34 +101,14 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-static void watchdog(int sig)
-{
-	(void)sig;
-	static const char m[] = "FAIL: watchdog fired (hang)\n";
-	if (write(2, m, sizeof m - 1) < 0) {
-	}
-	_exit(3);
-}
-
 int main(int argc, char **argv)
 {
-	const char *lib = NULL;
+	dt_load(argc, argv);
 	double secs = 2;
-	for (int i = 1; i < argc; i++) {
-		if (!strncmp(argv[i], "--lib=", 6))
-			lib = argv[i] + 6;
-		else
+	for (int i = 1; i < argc; i++)
+		if (strncmp(argv[i], "--lib=", 6))
 			secs = atof(argv[i]);
-	}
-	if (!lib) {
-		fprintf(stderr, "usage: %s --lib=PATH [SECONDS]\n", argv[0]);
-		return 2;
-	}
-	signal(SIGALRM, watchdog);
-	alarm((unsigned)secs + 120);
-	char why[512];
-	CHECK(ods_cufile_load(&L, lib, 0, why, sizeof(why)) == 0, "load %s: %s", lib, why);
-	CHECK(L.dropin, "%s is not OpenDS's drop-in", lib);
+	dt_watchdog((unsigned)secs + 120);
 	const char *tmp = getenv("TMPDIR");
 	uint8_t *b = malloc(FSZ);
 	CHECK(b, "malloc");
