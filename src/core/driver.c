@@ -199,6 +199,16 @@ OPENDS_API opends_error_t opends_driver_get_properties(opends_drv_props_t *props
 	return ods_ok();
 }
 
+OPENDS_API opends_error_t opends_driver_get_setting(const char *name, char *value, size_t len,
+						     opends_setting_source_t *source)
+{
+	if (!ods_is_open())
+		return ods_err(ods_fail(OPENDS_DRIVER_NOT_INITIALIZED,
+					"opends_driver_get_setting: the driver is not open"),
+			       0);
+	return ods_err(ods_config_get(name, value, len, source), 0);
+}
+
 OPENDS_API opends_error_t opends_get_version(unsigned *major, unsigned *minor, unsigned *patch)
 {
 	if (major)

@@ -100,6 +100,8 @@ static inline opends_error_t ods_ok(void)
 int ods_config_load(struct ods_config *cfg);
 /* the same with the caller's settings first (opends_driver_open_with) */
 int ods_config_load_with(struct ods_config *cfg, const opends_setting_t *settings, size_t n);
+/* the value in effect (opends_driver_get_setting, the driver open) */
+int ods_config_get(const char *name, char *value, size_t len, opends_setting_source_t *source);
 /* Parse one value; exposed for the fuzzers and tests. */
 int ods_config_parse(struct ods_config *cfg, const char *name, const char *value);
 
