@@ -449,7 +449,7 @@ static const struct ods_accel_mem cuda_mem = {
  * (*pushed, pop after) unless it is current already, as it is for most
  * callers, whose device's primary context is current (a thread-local read
  * against a push and a pop). 0 or a code. */
-static int enter_place(struct place *p, bool *pushed)
+int ods_cu_enter(struct place *p, bool *pushed)
 {
 	CUcontext cur = NULL;
 	*pushed = !(ods_cu.cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == p->ctx);
@@ -463,7 +463,7 @@ static int copy_begin_at(struct place *p, void *dst, const void *src, size_t n, 
 	static atomic_uint rr;
 	op->a = NULL;
 	bool pushed;
-	int rc = enter_place(p, &pushed);
+	int rc = ods_cu_enter(p, &pushed);
 	if (rc)
 		return rc;
 	unsigned i = atomic_fetch_add_explicit(&rr, 1, memory_order_relaxed) % SYNC_STREAMS;
@@ -509,7 +509,7 @@ static int copy_wait(struct ods_copy_op *op)
 	if (!p)
 		return 0;
 	bool pushed;
-	int rc = enter_place(p, &pushed);
+	int rc = ods_cu_enter(p, &pushed);
 	/* (waited for either way: the stream names its context, and the
 	 * caller may reuse the source once this returns) */
 	CUresult r = ods_cu.cuStreamSynchronize(p->sync_stream[op->i]);

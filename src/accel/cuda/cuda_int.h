@@ -47,6 +47,9 @@ struct place *ods_cu_place(unsigned dev);
 int ods_cu_place_of_ctx(CUcontext ctx, int ordinal);
 /* Push a place's context on the calling thread; pop it after. */
 int ods_cu_push(struct place *p);
+/* p's context current on the calling thread: pushed (*pushed: pop it
+ * after) unless it is current already. 0 or a code. */
+int ods_cu_enter(struct place *p, bool *pushed);
 void ods_cu_pop(void);
 
 /* cuda_streams.c */

@@ -50,6 +50,10 @@ static bool special(void *stream)
 }
 
 /* Enter the context of device dev for one command; 0 or a code. */
+/* enter pushed the place's context (it was not current); enter and leave
+ * pair up with nothing between them that enters again */
+static __thread bool tl_pushed;
+
 static int enter(unsigned dev, void *stream)
 {
 	struct place *p = ods_cu_place(dev);
@@ -57,7 +61,14 @@ static int enter(unsigned dev, void *stream)
 		return ods_fail(OPENDS_CONTEXT_MISMATCH, "cuda: device %u is not usable", dev);
 	if (special(stream))
 		__atomic_store_n(&p->null_used, true, __ATOMIC_RELAXED);
-	return ods_cu_push(p);
+	return ods_cu_enter(p, &tl_pushed);
+}
+
+/* after enter: pop what it pushed */
+static void leave(void)
+{
+	if (tl_pushed)
+		ods_cu_pop();
 }
 
 /* caller holds G.lock */
@@ -204,7 +215,7 @@ static int cuda_stream_call(unsigned dev, void *stream, void (*fn)(void *arg), v
 	if (rc)
 		return rc;
 	CUresult r = ods_cu.cuLaunchHostFunc((CUstream)stream, fn, arg);
-	ods_cu_pop();
+	leave();
 	return r == CUDA_SUCCESS ? 0 : ods_cu_fail(r, "cuLaunchHostFunc");
 }
 
@@ -217,7 +228,7 @@ static int cuda_stream_wait(unsigned dev, void *stream, void *gate)
 		return rc;
 	CUresult r = ods_cu.cuStreamWaitValue32(s, g->go_dev, 1, CU_STREAM_WAIT_VALUE_EQ);
 	if (r != CUDA_SUCCESS) {
-		ods_cu_pop();
+		leave();
 		return ods_cu_fail(r, "cuStreamWaitValue32"); /* never waited: a leak, not a hazard */
 	}
 	/* From here the stream may read the flags until it is past the wait.
@@ -225,7 +236,7 @@ static int cuda_stream_wait(unsigned dev, void *stream, void *gate)
 	 * then never reused, and close leaks its block rather than free it. */
 	g->waited = true;
 	r = ods_cu.cuStreamWriteValue32(s, g->passed_dev, 1, CU_STREAM_WRITE_VALUE_DEFAULT);
-	ods_cu_pop();
+	leave();
 	return r == CUDA_SUCCESS ? 0 : ods_cu_fail(r, "cuStreamWriteValue32");
 }
 
@@ -240,7 +251,7 @@ static int cuda_stream_mark(unsigned dev, void *stream, void *counter, uint32_t 
 	if (rc)
 		return rc;
 	CUresult r = ods_cu.cuStreamWriteValue32((CUstream)stream, g->passed_dev, value, CU_STREAM_WRITE_VALUE_DEFAULT);
-	ods_cu_pop();
+	leave();
 	return r == CUDA_SUCCESS ? 0 : ods_cu_fail(r, "cuStreamWriteValue32");
 }
 
@@ -251,7 +262,7 @@ static int cuda_stream_copy(unsigned dev, void *stream, void *dst, const void *s
 		return rc;
 	CUresult r = to_device ? ods_cu.cuMemcpyHtoDAsync((CUdeviceptr)(uintptr_t)dst, src, n, (CUstream)stream)
 			       : ods_cu.cuMemcpyDtoHAsync(dst, (CUdeviceptr)(uintptr_t)src, n, (CUstream)stream);
-	ods_cu_pop();
+	leave();
 	return r == CUDA_SUCCESS ? 0 : ods_cu_fail(r, to_device ? "cuMemcpyHtoDAsync" : "cuMemcpyDtoHAsync");
 }
 
@@ -262,7 +273,7 @@ static bool cuda_stream_idle(unsigned dev, void *stream)
 	if (special(stream) || enter(dev, stream))
 		return false;
 	CUresult r = ods_cu.cuStreamQuery((CUstream)stream);
-	ods_cu_pop();
+	leave();
 	return r == CUDA_SUCCESS;
 }
 
@@ -295,10 +306,13 @@ static CUresult in_stream_ctx(void *stream, CUresult (*fn)(CUstream))
 	CUresult r = ods_cu.cuStreamGetCtx((CUstream)stream, &ctx);
 	if (r != CUDA_SUCCESS)
 		return r;
-	if ((r = ods_cu.cuCtxPushCurrent(ctx)) != CUDA_SUCCESS)
+	CUcontext cur = NULL;
+	bool push = !(ods_cu.cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == ctx); /* (most callers: current) */
+	if (push && (r = ods_cu.cuCtxPushCurrent(ctx)) != CUDA_SUCCESS)
 		return r;
 	r = fn((CUstream)stream);
-	ods_cu_pop();
+	if (push)
+		ods_cu_pop();
 	return r;
 }
 
