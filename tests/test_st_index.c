@@ -79,6 +79,9 @@ static void test_left_to_python(void)
 		"{\"a\":{\"dtype\":\"F32\",\"shape\":[1.0],\"data_offsets\":[0,4]}}",
 		"{\"a\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296,4294967296],\"data_offsets\":[0,0]}}",
 		"{\"a\":{\"dtype\":\"F32\",\"shape\":[1000000000000000000],\"data_offsets\":[0,4]}}",
+		/* 19 and more nines: refused before any multiply past int64 (UBSan) */
+		"{\"a\":{\"dtype\":\"F32\",\"shape\":[1,0,9999999999999999999],\"data_offsets\":[0,0]}}",
+		"{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,99999999999999999999999]}}",
 		"{\"\\u0000\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}",
 		"{\"\\ud800\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}",
 		"{\"\xc0\xaf\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}",

@@ -222,7 +222,7 @@ static int unsigned_int(struct parser *p, int64_t *v)
 	ws(p);
 	const unsigned char *d = p->s;
 	int64_t x = 0;
-	while (p->s < p->e && *p->s >= '0' && *p->s <= '9' && p->s - d < 19)
+	while (p->s < p->e && *p->s >= '0' && *p->s <= '9' && p->s - d < 18)
 		x = x * 10 + (*p->s++ - '0');
 	size_t n = (size_t)(p->s - d);
 	if (n == 0 || n > 18 || (n > 1 && d[0] == '0'))
