@@ -15,7 +15,10 @@
  *  - 256 streams, each with 12 reads of a file queued at once (half the
  *    streams registered with fixed arguments, some reads of many pieces),
  *    then the same on the late source: every read exact, none hangs (under
- *    a watchdog).
+ *    a watchdog);
+ *  - one thread queues 2 000 reads on a stream while another synchronizes
+ *    it over and over: every sync returns, and the reads queued before it
+ *    have their results.
  * test_stream_order nocall: with OPENDS_HOSTDEV_NO_CALLS=1 (hostdev refuses
  * host functions on streams), 2 000 small device reads on 64 streams,
  * fixed and not, are exact: no host function runs per staged operation
@@ -161,6 +164,59 @@ static void budget(const char *path)
 	printf("stream staging within OPENDS_MAX_PINNED: small staged, big the general way, exact\n");
 }
 
+/* One thread queues reads on a stream without pause while another
+ * synchronizes it again and again: each sync returns (the library's own
+ * wait before the accelerator's is for the operations queued before the
+ * call, not a stream that never empties), and every read queued before a
+ * sync has its result when it returns; all exact at the end. */
+enum { QN = 2000, QSZ = 9001 };
+struct queuer {
+	opends_handle_t fh;
+	opends_stream_t s;
+	uint8_t *buf;
+	struct sop o[QN];
+	atomic_uint n;
+};
+
+static void *queue_reads(void *p)
+{
+	struct queuer *q = p;
+	for (unsigned i = 0; i < QN; i++) {
+		q->o[i] = (struct sop){ QSZ, (off_t)((size_t)i * 4099 % (F - QSZ)), (off_t)((size_t)i * QSZ), SENT };
+		OK(opends_stream_read(q->fh, q->buf, &q->o[i].size, &q->o[i].foff, &q->o[i].boff, &q->o[i].res, q->s));
+		atomic_store(&q->n, i + 1);
+	}
+	return NULL;
+}
+
+static void sync_while_queueing(opends_handle_t fh, opends_stream_t s, const char *what)
+{
+	t_phase = what;
+	static struct queuer q;
+	q.fh = fh;
+	q.s = s;
+	q.buf = t_xmalloc((size_t)QN * QSZ);
+	atomic_store(&q.n, 0);
+	pthread_t th;
+	CHECK(pthread_create(&th, NULL, queue_reads, &q) == 0);
+	unsigned syncs = 0;
+	for (unsigned before; (before = atomic_load(&q.n)) < QN; syncs++) {
+		OK(opends_stream_synchronize(s));
+		for (unsigned i = 0; i < before; i++) {
+			ssize_t r = __atomic_load_n(&q.o[i].res, __ATOMIC_ACQUIRE);
+			CHECKF(r == (ssize_t)QSZ, "%s: read %u, queued before sync %u, gave %zd", what, i, syncs, r);
+		}
+	}
+	CHECK(pthread_join(th, NULL) == 0);
+	OK(opends_stream_synchronize(s));
+	for (unsigned i = 0; i < QN; i++) {
+		CHECKF(q.o[i].res == (ssize_t)QSZ, "%s: read %u gave %zd", what, i, q.o[i].res);
+		VERIFY(q.buf + (size_t)i * QSZ, oracle + q.o[i].foff, QSZ, "%s: read %u", what, i);
+	}
+	free(q.buf);
+	printf("%s: %u syncs while %u reads were queued, exact\n", what, syncs, QN);
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = t_args(argc, argv);
@@ -210,6 +266,8 @@ int main(int argc, char **argv)
 	later_wins(late, file, sf, "later work sees the bytes (fixed)");
 	late_many(&host_mem, file, F, oracle, "256 streams, a file");
 	late_many(&host_mem, late, F, oracle, "256 streams, the late source");
+	sync_while_queueing(file, s, "sync while another thread queues");
+	sync_while_queueing(file, sf, "sync while another thread queues (fixed)");
 
 	late_end(s, sf, late, file, fd);
 	free(oracle);

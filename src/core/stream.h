@@ -106,8 +106,13 @@ opends_error_t ods_astream_destroy(opends_stream_t stream);
 opends_error_t ods_astream_reg(opends_stream_t stream, unsigned flags);
 bool ods_astream_dereg(opends_stream_t stream);
 opends_error_t ods_astream_sync(opends_stream_t stream);
-/* whether s is registered with every OPENDS_STREAM_FIXED_* flag */
-bool ods_astream_fixed(void *s);
+/* An operation is enqueued on s: *fixed says whether s is registered with
+ * every OPENDS_STREAM_FIXED_* flag; the result (NULL when the library
+ * knows nothing of s: neither made nor registered) goes to
+ * ods_astream_untrack once the operation's result is out, before its last
+ * gate opens, so that ods_astream_sync can sleep until then. */
+void *ods_astream_track(void *s, bool *fixed);
+void ods_astream_untrack(void *t);
 /* operations enqueued and not yet ended: +1 / -1 */
 void ods_ainflight_add(int d);
 /* wait until none is in flight, destroy the streams the library made */

@@ -96,6 +96,8 @@ struct aop {
 	atomic_bool cut_seen; /* the dispatcher: none will start */
 	atomic_bool cut_ready; /* the caller: none in flight, result published */
 	unsigned cut_next;    /* the dispatcher: next gate to open */
+	void *_Atomic ast;     /* its stream's entry (ods_astream_track), until
+				 the result is out (op_published) */
 	atomic_llong short_at; /* reads: lowest op offset where data ended */
 	atomic_long err;
 	struct piece p[];
@@ -121,8 +123,18 @@ static char *dev_of(struct aop *op, unsigned idx)
 	return op->dev + (size_t)idx * op->piece;
 }
 
+/* The result is out: a sync of the stream need not wait for op any more
+ * (once, whichever path publishes it first). */
+static void op_published(struct aop *op)
+{
+	void *t = atomic_exchange(&op->ast, NULL);
+	if (t)
+		ods_astream_untrack(t);
+}
+
 static void op_free(struct aop *op)
 {
+	op_published(op); /* ended without a result (nothing reached the stream) */
 	if (op->stage)
 		ods_staging_put(op->stage, op->cls);
 	if (op->progress)
@@ -189,6 +201,7 @@ static void piece_finish(struct aop *op, struct piece *pc)
 		}
 		/* atomic: a caller may look at it while the stream runs */
 		__atomic_store_n(op->a.result, r, __ATOMIC_RELEASE);
+		op_published(op);
 		op->p[n - 1].opened = true;
 		acc->gate_open(op->p[n - 1].gate);
 		/* without staging, nothing queued after the gate needs op:
@@ -621,6 +634,7 @@ static void op_cut(struct aop *op, int rc)
 	if (op->stage && op->a.opcode == OPENDS_READ && op->valid0 >= op->size0)
 		memset(op->stage, 0, op->slot * op->k);
 	__atomic_store_n(op->a.result, -(ssize_t)rc, __ATOMIC_RELEASE);
+	op_published(op);
 	for (unsigned i = 0; i < op->nq; i++)
 		if (!op->p[i].opened)
 			acc->gate_open(op->p[i].gate);
@@ -644,6 +658,7 @@ static void op_cut_posted(struct aop *op, int rc)
 		nanosleep(&ts, NULL);
 	}
 	__atomic_store_n(op->a.result, -(ssize_t)rc, __ATOMIC_RELEASE);
+	op_published(op);
 	atomic_store(&op->cut_ready, true);
 	ods_dispatch_kick();
 }
@@ -712,12 +727,14 @@ static opends_error_t accel_enqueue(const char *fn, const struct ods_sargs *a, o
 	 * streams on CUDA's 8 queues kept ~8 reads in flight (the cold
 	 * imagenetish stream leg at 0.65x the disk). */
 	const struct ods_accel_streams *sacc = ods_drv.accel->streams;
+	bool fixed;
+	atomic_init(&op->ast, ods_astream_track(stream, &fixed));
 	size_t valid0 = !plan || write ? size : ods_handle_valid(io.fh, *a->file_offset, size);
 	/* ... and only where the file's size is known: a read started early
 	 * stops at the end seen at the call (piece_start), and a file of
 	 * unknown size (a source, /proc) has none, so it would read nothing */
 	bool early = plan && !write && atomic_load(&awrites) == 0 &&
-		     (ods_astream_fixed(stream) || (sacc->stream_idle && sacc->stream_idle(dev, stream))) &&
+		     (fixed || (sacc->stream_idle && sacc->stream_idle(dev, stream))) &&
 		     (valid0 == size || ods_handle_size(io.fh) >= 0);
 	op->base = plan && !early;
 	if (plan) {

@@ -4,7 +4,8 @@
  * hints, in a hash table (each operation looks its stream up at the call,
  * and a program may make thousands: the imagenetish stream legs use 4096),
  * and how many stream operations are in flight, so that closing waits for
- * them.
+ * them; per stream, how many have no result yet, so that a sync can sleep
+ * until they have.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -20,10 +21,14 @@ struct astream {
 	void *s;
 	bool created, registered;
 	unsigned flags;
+	/* operations enqueued on it, and those of them whose results are out */
+	unsigned long tracked, untracked;
+	unsigned waiters; /* threads in ods_astream_sync waiting for them */
 	struct astream *next; /* its bucket's chain */
 };
 static pthread_mutex_t astreams_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t astreams_idle = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t astreams_done = PTHREAD_COND_INITIALIZER; /* an untracked count moved */
 static struct astream **buckets; /* nbuckets chains, a power of two */
 static size_t nbuckets, nastreams;
 static atomic_uint ainflight; /* operations enqueued and not yet ended */
@@ -71,10 +76,11 @@ static struct astream *astream_find(void *s, bool add)
 	return a;
 }
 
-/* caller holds astreams_lock; drop an entry that says nothing */
+/* caller holds astreams_lock; drop an entry that says nothing and that
+ * nobody uses */
 static void astream_trim(struct astream *a)
 {
-	if (a->created || a->registered)
+	if (a->created || a->registered || a->tracked != a->untracked || a->waiters)
 		return;
 	for (struct astream **pp = &buckets[bucket_of(a->s, nbuckets)]; *pp; pp = &(*pp)->next)
 		if (*pp == a) {
@@ -95,15 +101,26 @@ void ods_ainflight_add(int d)
 	pthread_mutex_unlock(&astreams_lock);
 }
 
-/* Whether the values behind an operation's pointers may be read at the
- * call: its stream is registered as keeping all of them fixed. */
-bool ods_astream_fixed(void *s)
+void *ods_astream_track(void *s, bool *fixed)
 {
 	pthread_mutex_lock(&astreams_lock);
 	struct astream *a = astream_find(s, false);
-	bool fixed = a && a->registered && (a->flags & FIXED_ARGS) == FIXED_ARGS;
+	*fixed = a && a->registered && (a->flags & FIXED_ARGS) == FIXED_ARGS;
+	if (a)
+		a->tracked++;
 	pthread_mutex_unlock(&astreams_lock);
-	return fixed;
+	return a;
+}
+
+void ods_astream_untrack(void *t)
+{
+	struct astream *a = t;
+	pthread_mutex_lock(&astreams_lock);
+	a->untracked++;
+	if (a->waiters)
+		pthread_cond_broadcast(&astreams_done);
+	astream_trim(a);
+	pthread_mutex_unlock(&astreams_lock);
 }
 
 opends_error_t ods_astream_create(opends_stream_t *stream)
@@ -173,10 +190,31 @@ bool ods_astream_dereg(opends_stream_t stream)
 	return was;
 }
 
-/* the stream holds every operation until it completed, so waiting for
- * the stream waits for them too */
+/* The stream holds every operation until it completed, so waiting for
+ * the stream waits for them too. The library's own operations on it are
+ * waited for first, asleep: their last piece wakes this thread once the
+ * result is out, and the stream then has only their last copies left. A
+ * wait in the accelerator for a stream held by a read spins a while
+ * (CUDA's sync does, ~50 us, before it sleeps), which the cold
+ * imagenetish stream leg paid for every file. This waits for nothing the
+ * accelerator's sync would not: each operation's pieces end as the stream
+ * moves, whatever the caller does. */
 opends_error_t ods_astream_sync(opends_stream_t stream)
 {
+	pthread_mutex_lock(&astreams_lock);
+	struct astream *a = astream_find(stream, false);
+	if (a && a->tracked != a->untracked) {
+		/* those enqueued before this call (later ones may end first:
+		 * the accelerator's sync below still covers every one), on an
+		 * entry that stays while it has waiters */
+		unsigned long before = a->tracked;
+		a->waiters++;
+		while ((long)(a->untracked - before) < 0)
+			pthread_cond_wait(&astreams_done, &astreams_lock);
+		a->waiters--;
+		astream_trim(a);
+	}
+	pthread_mutex_unlock(&astreams_lock);
 	int rc = ods_drv.accel->streams->stream_sync(stream);
 	return rc ? ods_err(rc, 0) : ods_ok();
 }
@@ -204,6 +242,7 @@ void ods_astreams_forget(void)
 {
 	astreams_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
 	astreams_idle = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
+	astreams_done = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
 	buckets = NULL;
 	nbuckets = nastreams = 0;
 	atomic_store(&ainflight, 0);
