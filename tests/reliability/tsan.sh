@@ -1,5 +1,6 @@
 #!/bin/bash
-# ThreadSanitizer run of the stress test and the race cases of test_races:
+# ThreadSanitizer run of the stress test, the race cases of test_races, the
+# source cancel test and a second of the differential test:
 #   tests/reliability/tsan.sh [SOURCE_ROOT [BUILD_DIR [GROUPS]]] [-- MESON_SETUP_ARGS...]
 # Configures BUILD_DIR (default: build-tsan) with -Db_sanitize=thread, builds
 # only the library and test_stress, and runs it briefly on every backend,
@@ -45,7 +46,8 @@ if [ ! -f "$build/build.ninja" ]; then
 	CC=$cc meson setup "$build" "$src" -Db_sanitize=thread -Db_lundef=false "$@" >"$probe/setup.log" 2>&1 ||
 		{ cat "$probe/setup.log"; echo "FAIL: meson setup"; exit 1; }
 fi
-ninja -C "$build" tests/reliability/test_stress tests/reliability/test_races >"$probe/build.log" 2>&1 ||
+ninja -C "$build" tests/reliability/test_stress tests/reliability/test_races tests/reliability/test_diff \
+	tests/sources/test_source_cancel >"$probe/build.log" 2>&1 ||
 	{ tail -30 "$probe/build.log"; echo "FAIL: build"; exit 1; }
 
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1 second_deadlock_stack=1 exitcode=66}
@@ -60,6 +62,20 @@ for b in ref uring gds; do
 		77) echo "skip tsan $b/$accel (backend not here)" ;;
 		*) echo "FAIL tsan $b/$accel: exit $r"; rc=1 ;;
 		esac
+	done
+	# a source's completions on its own threads, a batch cancelled while
+	# they are held (the direct requests' reaping); 1 s of the differential
+	# test (sources answering from threads, every family)
+	for accel in host hostdev; do
+		for t in sources/test_source_cancel "reliability/test_diff 100000 1"; do
+			OPENDS_BACKEND=$b OPENDS_ACCEL=$accel "${run[@]}" $build/tests/$t >/dev/null
+			r=$?
+			case $r in
+			0) ran=$((ran + 1)); echo "ok   tsan ${t%% *} $b/$accel" ;;
+			77) ;;
+			*) echo "FAIL tsan ${t%% *} $b/$accel: exit $r"; rc=1 ;;
+			esac
+		done
 	done
 	# the races of issue 15 (batch submit/collect/cancel, registry)
 	for what in batch_submit batch_collect buf_register; do
