@@ -5,10 +5,15 @@
 # exported (a call added to the .map-exported library without a declaration,
 # or declared but never built, fails here); every family header is included
 # by opends.h and installed (listed in src/meson.build's install_headers).
-# usage: headers.sh <include dir> <libopends.so> [<C compiler> [<C++ compiler>]]
+# usage: headers.sh <include dir> <libopends.so> [<compiler id: gcc, clang>]
+# ($CC and $CXX, when set, name the compilers)
 # exit 0 pass, 77 skip (no nm), else fail
 set -u
-inc=$1 lib=$2 CC=${3:-cc} CXX=${4:-c++}
+inc=$1 lib=$2
+case ${3:-gcc} in
+clang) CC=${CC:-clang}; CXX=${CXX:-clang++} ;;
+*) CC=${CC:-cc}; CXX=${CXX:-c++} ;;
+esac
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/opends-headers-XXXXXX")
 trap 'rm -rf "$tmp"' EXIT INT TERM
 fails=0
