@@ -58,8 +58,8 @@ OPENDS_API opends_error_t opends_stream_deregister(opends_stream_t stream);
  * Enqueue a read on stream: it starts after all earlier work on the stream,
  * and later work waits for it. *size, *file_offset and *buf_offset are read
  * when the stream reaches the operation (at the call on a stream registered
- * with every FIXED_* flag, or on an accelerator stream with nothing queued,
- * which reaches it at once), so they (and *bytes_read) must stay valid until
+ * with every FIXED_* flag, or on an accelerator stream made by
+ * opends_stream_create with nothing queued, which reaches it at once), so they (and *bytes_read) must stay valid until
  * then; the result (bytes or a negated error, as
  * opends_sync_read) is written to *bytes_read when it completes.
  * Checks of the values behind the pointers happen when the stream reaches

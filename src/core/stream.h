@@ -107,11 +107,13 @@ opends_error_t ods_astream_reg(opends_stream_t stream, unsigned flags);
 bool ods_astream_dereg(opends_stream_t stream);
 opends_error_t ods_astream_sync(opends_stream_t stream);
 /* An operation is enqueued on s: *fixed says whether s is registered with
- * every OPENDS_STREAM_FIXED_* flag; the result (NULL when the library
+ * every OPENDS_STREAM_FIXED_* flag, *made whether opends_stream_create
+ * made it (non-blocking: it never waits for the legacy default stream);
+ * the result (NULL when the library
  * knows nothing of s: neither made nor registered) goes to
  * ods_astream_untrack once the operation's result is out, before its last
  * gate opens, so that ods_astream_sync can sleep until then. */
-void *ods_astream_track(void *s, bool *fixed);
+void *ods_astream_track(void *s, bool *fixed, bool *made);
 void ods_astream_untrack(void *t);
 /* operations enqueued and not yet ended: +1 / -1 */
 void ods_ainflight_add(int d);

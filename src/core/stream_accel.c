@@ -721,20 +721,23 @@ static opends_error_t accel_enqueue(const char *fn, const struct ods_sargs *a, o
 	/* Reads begin now, unless a stream write may be ahead of them, when
 	 * their values are fixed (the stream's registration says so) or the
 	 * stream has nothing queued: then it reaches the read now, and the
-	 * values and the file are read now. Otherwise the read would start
+	 * values and the file are read now. Only on streams the library made
+	 * (non-blocking): a blocking stream with nothing queued still waits
+	 * for earlier work on CUDA's legacy default stream, which its query
+	 * does not see (the coordinator's review of 6583cde). Otherwise the read would start
 	 * only once the device ran its "reached" mark, which on a hardware
 	 * queue shared with other streams' held waits comes late: 4096
 	 * streams on CUDA's 8 queues kept ~8 reads in flight (the cold
 	 * imagenetish stream leg at 0.65x the disk). */
 	const struct ods_accel_streams *sacc = ods_drv.accel->streams;
-	bool fixed;
-	atomic_init(&op->ast, ods_astream_track(stream, &fixed));
+	bool fixed, made;
+	atomic_init(&op->ast, ods_astream_track(stream, &fixed, &made));
 	size_t valid0 = !plan || write ? size : ods_handle_valid(io.fh, *a->file_offset, size);
 	/* ... and only where the file's size is known: a read started early
 	 * stops at the end seen at the call (piece_start), and a file of
 	 * unknown size (a source, /proc) has none, so it would read nothing */
 	bool early = plan && !write && atomic_load(&awrites) == 0 &&
-		     (fixed || (sacc->stream_idle && sacc->stream_idle(dev, stream))) &&
+		     (fixed || (made && sacc->stream_idle && sacc->stream_idle(dev, stream))) &&
 		     (valid0 == size || ods_handle_size(io.fh) >= 0);
 	op->base = plan && !early;
 	if (plan) {

@@ -101,11 +101,12 @@ void ods_ainflight_add(int d)
 	pthread_mutex_unlock(&astreams_lock);
 }
 
-void *ods_astream_track(void *s, bool *fixed)
+void *ods_astream_track(void *s, bool *fixed, bool *made)
 {
 	pthread_mutex_lock(&astreams_lock);
 	struct astream *a = astream_find(s, false);
 	*fixed = a && a->registered && (a->flags & FIXED_ARGS) == FIXED_ARGS;
+	*made = a && a->created;
 	if (a)
 		a->tracked++;
 	pthread_mutex_unlock(&astreams_lock);

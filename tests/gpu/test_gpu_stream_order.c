@@ -15,6 +15,9 @@
  *    under a quarter of the wait (a spinning wait, e.g. cuStreamSynchronize
  *    under the default CU_CTX_SCHED_AUTO, uses all of it). This is what
  *    the cold stream legs' CPU-s/GiB measures;
+ *  - a read on a blocking stream (cuStreamCreate(0)) with nothing queued,
+ *    behind a host function on the legacy default stream that sets its
+ *    values: the values set there are used;
  *  - small reads as the imagenetish stream leg makes them (4096 streams,
  *    ~110 KB each, one thread): reads/s and CPU by thread printed;
  *  - a cold 1 GiB read (dropped from the page cache; OPENDS_TEST_COLD_MIB
@@ -273,6 +276,50 @@ static void small_reads(opends_handle_t h, bool fixed, const char *what)
 	CU(ods_cu.cuMemFree(d));
 }
 
+/* A stream made with cuStreamCreate(0) is blocking: its work waits for
+ * earlier work on the legacy default stream, which its own cuStreamQuery
+ * does not see. A read queued on it, with nothing else queued on it, behind
+ * a host function on the legacy stream that sets the read's values, must
+ * use the values set there (read when the stream gets there), not those
+ * at the call: only streams the library made (non-blocking) are taken as
+ * reached at the call when idle. */
+static struct sop lw;
+static void CUDA_CB set_late(void *p)
+{
+	(void)p;
+	usleep(50000);
+	lw.size = 2 * T_MiB;
+	lw.foff = 8192;
+}
+
+static void legacy_wait(opends_handle_t h)
+{
+	t_phase = "a blocking stream behind the legacy default stream";
+	CUstream b = NULL;
+	CU(ods_cu.cuStreamCreate(&b, 0));
+	CUdeviceptr d = dev_canary(4 * T_MiB);
+	for (int reg = 0; reg < 2; reg++) {
+		if (reg)
+			OK(opends_stream_register(b, 0));
+		CU(ods_cu.cuMemsetD8(d, T_CANARY, 4 * T_MiB));
+		CU(ods_cu.cuCtxSynchronize());
+		lw = (struct sop){ T_MiB, 4096, 0, SENT };
+		CU(ods_cu.cuLaunchHostFunc(NULL, set_late, NULL));
+		OK(opends_stream_read(h, (void *)(uintptr_t)d, &lw.size, &lw.foff, &lw.boff, &lw.res, b));
+		OK(opends_stream_synchronize(b));
+		CHECKF(lw.res == (ssize_t)(2 * T_MiB), "%s%s: read gave %zd (%s), expected the size set on the legacy "
+		       "stream ahead of it", t_phase, reg ? " (registered)" : "", lw.res, t_errname(lw.res));
+		uint8_t *buf = dev_fetch(d, 4 * T_MiB);
+		VERIFY(buf, oracle + 8192, 2 * T_MiB, "%s: the offset set on the legacy stream", t_phase);
+		VERIFY_CANARY(buf + 2 * T_MiB, 2 * T_MiB, "%s: past the bytes read", t_phase);
+		free(buf);
+	}
+	OK(opends_stream_deregister(b));
+	CU(ods_cu.cuStreamDestroy(b));
+	CU(ods_cu.cuMemFree(d));
+	printf("%s: values set there used, exact\n", t_phase);
+}
+
 /* What one driver call of a stream operation costs the calling thread
  * (CPU us per call, printed for the record): the caller of small stream
  * reads is the bound of their rate (issue 18), and each read queues a few
@@ -352,6 +399,7 @@ int main(int argc, char **argv)
 	late_out_of_order(&dev_mem, late, F, oracle, sf, "out of order, fixed values");
 	late_many(&dev_mem, file, F, oracle, "256 streams, a file");
 	late_many(&dev_mem, late, F, oracle, "256 streams, the late source");
+	legacy_wait(file);
 	driver_costs();
 	small_reads(file, false, "small reads, values read at the stream");
 	small_reads(file, true, "small reads, fixed values");
