@@ -150,6 +150,11 @@ static void entry_done(struct ods_io *io)
 	struct ods_batch *b = e->b;
 	pthread_mutex_lock(&b->lock);
 	make_ready(b, e, io->result);
+	/* a leaf (ods.h): the handle's count drops before a collector can
+	 * take the entry (it needs the lock), so one that deregisters the
+	 * handle at once does not wait */
+	if (io->leaf)
+		atomic_fetch_sub_explicit(&io->fh->inflight, 1, memory_order_release);
 	b->inflight--;
 	atomic_fetch_add_explicit(&b->done_seq, 1, memory_order_release);
 	pthread_cond_broadcast(&b->cond);
@@ -236,6 +241,7 @@ OPENDS_API opends_error_t opends_batch_submit(opends_batch_t batch, unsigned nr,
 		e->state = E_INFLIGHT;
 		e->io.owner = e;
 		e->io.done = entry_done;
+		e->io.leaf = true;
 	}
 	pthread_mutex_unlock(&b->lock);
 	/* The file entries go to the backend together (one wake-up of its
@@ -249,7 +255,8 @@ OPENDS_API opends_error_t opends_batch_submit(opends_batch_t batch, unsigned nr,
 	for (unsigned i = 0; i < nr; i++) {
 		struct bentry *next = e->next;
 		if (e->io.result < 0 || e->io.size == 0) {
-			e->io.done(&e->io); /* nothing to move, or EBADF: never submitted */
+			e->io.leaf = false; /* never submitted: nothing counted to drop */
+			e->io.done(&e->io); /* nothing to move, or EBADF */
 		} else if (e->io.fh->src) {
 			ods_io_submit(&e->io, true);
 		} else {

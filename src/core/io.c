@@ -150,11 +150,21 @@ static void wait_done(atomic_uint *state)
 }
 
 /* Mark done and wake a sleeper; nothing of *state is touched after the
- * exchange except its address, which the futex call only uses as a key. */
+ * exchange except its address, which the futex call only uses as a key.
+ * h: a leaf io's handle, whose count drops between the two (see leaf in
+ * ods.h), or NULL. */
+static void signal_done_of(atomic_uint *state, struct ods_handle *h)
+{
+	unsigned old = atomic_exchange_explicit(state, W_DONE, memory_order_acq_rel);
+	if (h)
+		atomic_fetch_sub_explicit(&h->inflight, 1, memory_order_release);
+	if (old == W_WAITER)
+		ods_futex_wake_all(state);
+}
+
 static void signal_done(atomic_uint *state)
 {
-	if (atomic_exchange_explicit(state, W_DONE, memory_order_acq_rel) == W_WAITER)
-		ods_futex_wake_all(state);
+	signal_done_of(state, NULL);
 }
 
 static void sync_done(struct ods_io *io)
@@ -234,11 +244,12 @@ _Static_assert(_Alignof(struct ods_future) <= _Alignof(opends_async_future_t), "
 static void future_done(struct ods_io *io)
 {
 	struct ods_future *f = io->owner;
+	struct ods_handle *h = io->leaf ? io->fh : NULL; /* a leaf's count is ours to drop */
 	f->result = io->result;
 	if (io->result < 0 && io->why)
 		f->why = io->why; /* a source's failure, named (it lives as long as the process) */
 	free(io);
-	signal_done(&f->state);
+	signal_done_of(&f->state, h);
 }
 
 static opends_error_t async_rw(int opcode, opends_handle_t fh, const void *buf, size_t size, off_t file_offset,
@@ -271,6 +282,7 @@ static opends_error_t async_rw(int opcode, opends_handle_t fh, const void *buf, 
 	atomic_store_explicit(&f->state, W_PENDING, memory_order_relaxed);
 	io->owner = f;
 	io->done = future_done;
+	io->leaf = true;
 	ods_io_submit(io, true);
 	return ods_ok();
 }

@@ -178,6 +178,12 @@ struct ods_io {
 	struct ods_io *next;     /* queue link, owned by whoever queues it */
 	uintptr_t be_scratch[4]; /* backend's, while it holds the request */
 	const char *why;         /* static detail of a failure found by prepare */
+	/* done drops fh's count itself (a future, a batch entry: once its
+	 * result can be seen, before it wakes anyone), so a caller it wakes
+	 * that deregisters at once finds the handle idle instead of waiting
+	 * out a wake-up syscall. (Kept apart from cancelled: a load of both
+	 * flags together would overlap batch cancel's atomic store.) */
+	bool leaf;
 };
 
 /* Validate an operation and fill io. Returns 0, or a negated error: an
@@ -206,7 +212,8 @@ extern atomic_long ods_inflight;
  * calls done). */
 static inline void ods_io_complete(struct ods_io *io, ssize_t result)
 {
-	struct ods_handle *h = io->sync ? NULL : io->fh; /* io may be gone once done returns */
+	/* io may be gone once done returns */
+	struct ods_handle *h = io->sync || io->leaf ? NULL : io->fh;
 	io->result = result;
 	io->done(io);
 	if (h)
