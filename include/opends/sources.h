@@ -94,7 +94,11 @@ typedef struct opends_source_desc {
  * Errors: OPENDS_INVALID_VALUE (fh or desc NULL, struct_size too small,
  * ops NULL, no read form for the flags, io_unit, max_io or
  * max_inflight_bytes between 1 and 4095, io_unit over 1 GiB, size < -1,
- * unknown flags), OPENDS_NOMEM_ERROR, OPENDS_DRIVER_NOT_INITIALIZED.
+ * unknown flags), OPENDS_NOMEM_ERROR, OPENDS_DRIVER_NOT_INITIALIZED,
+ * OPENDS_DRIVER_INVALID_PROPS (the first source handle of a session starts
+ * the sources' staging: 4 workers x 4 KiB chunks at least must fit in what
+ * OPENDS_MAX_PINNED leaves; less than 4 MiB chunks are used when 4 MiB ones
+ * do not fit).
  */
 OPENDS_API opends_error_t opends_handle_register_source(opends_handle_t *fh, const opends_source_desc_t *desc);
 

@@ -620,13 +620,27 @@ static const struct ods_mover source_mover = {
 
 /* ---- engine life ---------------------------------------------------------- */
 
+/* The engine takes its staging from OPENDS_MAX_PINNED like every stage
+ * (the depth is cut to what is left). When not even one 4 MiB chunk per
+ * worker is left (a small budget the backend's own staging mostly took),
+ * the chunks get smaller, down to 4 KiB, rather than refusing every source:
+ * a source on host memory needs no staging at all, and pieces never
+ * extend past a chunk, so only their size changes. */
 int ods_src_engine_start(void)
 {
 	int rc = 0;
 	pthread_mutex_lock(&srcs.lock);
 	if (!srcs.stage) {
-		struct ods_stage_params p = { ENG_THREADS, ENG_DEPTH, ENG_CHUNK, 0 };
-		rc = ods_stage_open(&srcs.stage, &p, &source_mover, &ods_drv.cfg, ods_drv.accel);
+		char was[256];
+		snprintf(was, sizeof(was), "%s", opends_last_error_detail());
+		for (size_t chunk = ENG_CHUNK;; chunk /= 2) {
+			struct ods_stage_params p = { ENG_THREADS, ENG_DEPTH, chunk, 0 };
+			rc = ods_stage_open(&srcs.stage, &p, &source_mover, &ods_drv.cfg, ods_drv.accel);
+			if (rc != OPENDS_DRIVER_INVALID_PROPS || chunk <= ODS_ALIGN)
+				break;
+		}
+		if (!rc)
+			ods_fail(0, "%s", was); /* a success leaves the detail as it was */
 	}
 	pthread_mutex_unlock(&srcs.lock);
 	return rc;

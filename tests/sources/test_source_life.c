@@ -167,6 +167,41 @@ static void cycles(void)
 	fake_free(f);
 }
 
+/* A small staging budget (OPENDS_MAX_PINNED=1m, the smallest accepted,
+ * with the backend's own staging small enough to open): sources still
+ * register and move their bytes, on host memory and staged (the engine
+ * takes smaller chunks; they were refused with DRIVER_INVALID_PROPS). */
+static void small_budget(void)
+{
+	t_phase = "OPENDS_MAX_PINNED=1m";
+	OK(opends_driver_close());
+	setenv("OPENDS_MAX_PINNED", "1m", 1);
+	setenv("OPENDS_CHUNK_SIZE", "8k", 1);
+	setenv("OPENDS_QUEUE_DEPTH", "2", 1);
+	setenv("OPENDS_IO_THREADS", "2", 1);
+	t_driver_open();
+	struct fake *f = fake_new(FAKE_THREAD, OBJ, hashpat);
+	opends_source_desc_t d = fake_desc(f);
+	opends_handle_t fh = fake_register(&d);
+	uint8_t *oracle = t_oracle(OBJ, hashpat), *buf = t_xmalloc(OBJ);
+	EXPECT_SSZ(opends_sync_read(fh, buf, OBJ - 3, 3, 0), (ssize_t)(OBJ - 3));
+	VERIFY(buf, oracle + 3, OBJ - 3, "read with a 1 MiB staging budget");
+	opends_async_future_t fu;
+	OK(opends_async_read(fh, buf, 300 * T_KiB, 1000, 7, &fu));
+	EXPECT_SSZ_ND(opends_async_await(&fu), (ssize_t)(300 * T_KiB));
+	VERIFY(buf + 7, oracle + 1000, 300 * T_KiB, "async read with a 1 MiB staging budget");
+	OK(opends_handle_deregister(fh));
+	fake_free(f);
+	free(oracle);
+	free(buf);
+	OK(opends_driver_close());
+	unsetenv("OPENDS_MAX_PINNED");
+	unsetenv("OPENDS_CHUNK_SIZE");
+	unsetenv("OPENDS_QUEUE_DEPTH");
+	unsetenv("OPENDS_IO_THREADS");
+	t_driver_open();
+}
+
 int main(int argc, char **argv)
 {
 	t_args(argc, argv);
@@ -178,7 +213,8 @@ int main(int argc, char **argv)
 	describe();
 	after_fork();
 	cycles();
+	small_budget();
 	OK(opends_driver_close());
-	printf("source life: caps, release once after drain, describe, 1000 cycles\n");
+	printf("source life: caps, release once after drain, describe, 1000 cycles, a 1 MiB staging budget\n");
 	return 0;
 }
