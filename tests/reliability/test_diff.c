@@ -509,19 +509,25 @@ static void slot_close(int i, bool dereg)
 }
 
 /* Half of the sessions run with tiny pieces (8 KiB chunks, 2 per queue,
- * 2 workers, nothing inline), so transfers split everywhere and queues
- * fill; the others with the defaults. */
+ * 2 workers, nothing inline; half of those in 1 MiB of staging), so
+ * transfers split everywhere and queues fill; the others with the
+ * defaults. A quarter without read-ahead. */
 static void driver_up(void)
 {
 	static const char *const vars[] = { "OPENDS_CHUNK_SIZE", "OPENDS_QUEUE_DEPTH", "OPENDS_IO_THREADS",
-					    "OPENDS_INLINE_MAX" };
-	static const char *const small[] = { "8k", "2", "2", "0" };
+					    "OPENDS_INLINE_MAX", "OPENDS_MAX_PINNED" };
+	static const char *const small[] = { "8k", "2", "2", "0", "1m" };
 	bool tiny = rn(2);
-	for (int i = 0; i < 4; i++)
-		if (tiny)
+	bool pinned = tiny && rn(2); /* and a staging budget of 1 MiB: stream staging runs out of it */
+	for (int i = 0; i < 5; i++)
+		if (tiny && (i < 4 || pinned))
 			setenv(vars[i], small[i], 1);
 		else
 			unsetenv(vars[i]);
+	if (rn(4) == 0)
+		setenv("OPENDS_READAHEAD", "0", 1);
+	else
+		unsetenv("OPENDS_READAHEAD");
 	if (trace)
 		printf("driver open%s\n", tiny ? " with tiny pieces" : "");
 	t_driver_open();
