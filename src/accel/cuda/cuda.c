@@ -47,8 +47,6 @@ void ods_cu_pop(void)
 	ods_cu.cuCtxPopCurrent(&dummy);
 }
 
-static bool no_huge; /* OPENDS_CUDA_HUGEPAGES=0 (anon_alloc) */
-
 /* ---- places ------------------------------------------------------------------ */
 
 static struct place *place_new(int ordinal)
@@ -195,8 +193,6 @@ static int cuda_open(const struct ods_config *cfg, char *why, size_t why_len)
 {
 	(void)cfg;
 	memset(&C, 0, sizeof(C));
-	const char *hp = getenv("OPENDS_CUDA_HUGEPAGES");
-	no_huge = hp && !strcmp(hp, "0");
 	switch (ods_cu_load(why, why_len)) {
 	case ODS_CU_OK:
 		break;
@@ -370,42 +366,13 @@ static enum ods_mem_kind cuda_classify(const void *p, unsigned *dev)
 	return pl == -1 ? ODS_MEM_HOST : ODS_MEM_DEVICE;
 }
 
-/* Anonymous memory of n bytes; from 2 MiB on, aligned to 2 MiB and
- * marked for transparent huge pages (where the kernel gives them, as in
- * its default "madvise" mode): the kernel's copies of cached pages into a
- * slot and the GPU's copies out of it then cross 2 MiB pages instead of
- * 4 KiB ones (the copy ceiling is measured from cuMemAllocHost memory, the
- * driver's own; slots and read-ahead buffers were 4 KiB pages).
- * OPENDS_CUDA_HUGEPAGES=0 leaves them 4 KiB pages (an A/B switch for
- * measuring, read at open). */
-#define HUGE ((size_t)2 << 20)
-
-static void *anon_alloc(size_t n)
-{
-	size_t len = (n + 4095) & ~(size_t)4095;
-	if (no_huge || len < HUGE) {
-		void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		return p == MAP_FAILED ? NULL : p;
-	}
-	char *b = mmap(NULL, len + HUGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (b == MAP_FAILED)
-		return NULL;
-	char *p = (char *)(((uintptr_t)b + HUGE - 1) & ~(uintptr_t)(HUGE - 1));
-	if (p > b)
-		munmap(b, (size_t)(p - b));
-	if (b + len + HUGE > p + len)
-		munmap(p + len, (size_t)(b + len + HUGE - (p + len)));
-	madvise(p, len, MADV_HUGEPAGE); /* best effort */
-	return p;
-}
-
 /* Anonymous memory, then registered, portable to every context: io_uring
  * accepts it as fixed buffers on every kernel, where cuMemHostAlloc memory
  * is file-backed and refused by older ones. */
 static void *cuda_pinned_alloc(size_t n)
 {
-	void *p = anon_alloc(n);
-	if (!p)
+	void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
 		return NULL;
 	CUresult r = ods_cu.cuCtxPushCurrent(C.base);
 	if (r == CUDA_SUCCESS) {
