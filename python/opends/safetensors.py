@@ -269,13 +269,15 @@ def _read_head(path: str) -> Tuple[bytes, int]:
             head = _stfast.head_url(uf, MAX_HEADER_SIZE)
         n = struct.unpack("<Q", head[:8])[0] if len(head) >= 8 else 0
         return head, (8 + n + (1 << 62) if len(head) == 8 + n else len(head))
-    with open(path, "rb") as f:
+    with open(path, "rb", buffering=0) as f:
         size = os.fstat(f.fileno()).st_size
         head = f.read(8)
         if len(head) == 8:
             (n,) = struct.unpack("<Q", head)
             if n <= MAX_HEADER_SIZE and 8 + n <= size:
-                head += f.read(n)
+                # the length again with the header, in one bytes object: no
+                # concatenation's copy of a big header
+                head = os.pread(f.fileno(), 8 + n, 0)
     return head, size
 
 

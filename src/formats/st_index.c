@@ -300,7 +300,9 @@ struct state {
 	struct bytes names, key;
 	size_t cap_n, cap_dims;
 	uint64_t *name_at; /* offset of each name in names */
-	const char *dtypes;
+	const char *dt_name[256]; /* the caller's dtype names and their lengths */
+	size_t dt_len[256];
+	int ndtypes;
 	const uint8_t *bits;
 	uint64_t data_len;
 	int64_t last_end;
@@ -353,15 +355,40 @@ static unsigned entry_key(struct state *st)
 	} keys[] = {{"\"dtype\"", 7}, {"\"shape\"", 7}, {"\"data_offsets\"", 14}};
 	struct parser *p = &st->p;
 	ws(p);
-	for (unsigned i = 0; i < 3; i++)
-		if ((size_t)(p->e - p->s) >= keys[i].n && !memcmp(p->s, keys[i].s, keys[i].n)) {
+	if (p->e - p->s > 14) { /* by the second character, then one compare */
+		unsigned i = p->s[1] == 's' ? 1 : p->s[1] == 'd' ? (p->s[2] == 't' ? 0 : 2) : 3;
+		if (i < 3 && !memcmp(p->s, keys[i].s, keys[i].n)) {
 			p->s += keys[i].n;
 			return 1u << i;
 		}
+	}
 	st->key.len = 0;
 	if (string(p, &st->key))
 		return 0;
 	return is(&st->key, "dtype") ? 1 : is(&st->key, "shape") ? 2 : is(&st->key, "data_offsets") ? 4 : 0;
+}
+
+/* A dtype value: its index in the caller's list, or -1. A name without
+ * escapes (as writers spell them) is matched in place. */
+static int dtype_value(struct state *st)
+{
+	struct parser *p = &st->p;
+	ws(p);
+	const unsigned char *q = p->s + 1, *e = p->s < p->e && *p->s == '"' ? memchr(q, '"', (size_t)(p->e - q)) : NULL;
+	const unsigned char *name = q;
+	size_t len = e ? (size_t)(e - q) : 0;
+	if (!e || memchr(q, '\\', len)) { /* no string, or an escape: unescape first */
+		st->key.len = 0;
+		if (string(p, &st->key))
+			return -1;
+		name = (const unsigned char *)st->key.p;
+		len = st->key.len;
+	} else
+		p->s = e + 1;
+	for (int k = 0; k < st->ndtypes; k++)
+		if (st->dt_len[k] == len && len && st->dt_name[k][0] == (char)name[0] && !memcmp(st->dt_name[k], name, len))
+			return k;
+	return -1;
 }
 
 /* One tensor's {"dtype", "shape", "data_offsets"} into slot i. */
@@ -383,16 +410,8 @@ static int entry(struct state *st, uint64_t i)
 			return -1; /* another key, or one twice: the Python parser's call */
 		seen |= bit;
 		if (bit == 1) {
-			st->key.len = 0;
-			if (string(p, &st->key))
-				return -1;
-			int k = 0;
-			for (const char *d = st->dtypes; *d; d += strlen(d) + 1, k++)
-				if (is(&st->key, d)) {
-					dt = k;
-					break;
-				}
-			if (dt < 0 || dt > 255)
+			dt = dtype_value(st);
+			if (dt < 0)
 				return -1;
 		} else if (bit == 2) {
 			if (!eat(p, '['))
@@ -447,6 +466,12 @@ static uint64_t hash(const char *s, size_t n)
 	return h;
 }
 
+static size_t name_len(const struct state *st, uint64_t i)
+{
+	uint64_t next = i + 1 < st->ix->n ? st->name_at[i + 1] : st->names.len;
+	return (size_t)(next - st->name_at[i] - 1);
+}
+
 /* Any name twice: -1 (safetensors rejects it; the Python parser says so). */
 static int no_duplicates(struct state *st)
 {
@@ -462,13 +487,14 @@ static int no_duplicates(struct state *st)
 	int rc = 0;
 	for (uint64_t i = 0; i < n && !rc; i++) {
 		const char *a = st->names.p + st->name_at[i];
-		size_t len = strlen(a);
+		size_t len = name_len(st, i);
 		for (size_t h = hash(a, len) & (cap - 1);; h = (h + 1) & (cap - 1)) {
 			if (!slot[h]) {
 				slot[h] = i + 1;
 				break;
 			}
-			if (!strcmp(st->names.p + st->name_at[slot[h] - 1], a)) {
+			uint64_t j = slot[h] - 1;
+			if (name_len(st, j) == len && !memcmp(st->names.p + st->name_at[j], a, len)) {
 				rc = -1;
 				break;
 			}
@@ -537,9 +563,12 @@ int opends_safetensors_index(const char *hdr, size_t len, uint64_t data_len, con
 	if (!hdr || !dtypes || !bits)
 		return -EINVAL;
 	struct state st = {.p = {(const unsigned char *)hdr, (const unsigned char *)hdr + len, 0},
-			   .dtypes = dtypes,
 			   .bits = bits,
 			   .data_len = data_len};
+	for (const char *d = dtypes; *d && st.ndtypes < 256; d += st.dt_len[st.ndtypes++] + 1) {
+		st.dt_name[st.ndtypes] = d;
+		st.dt_len[st.ndtypes] = strlen(d);
+	}
 	st.ix = calloc(1, sizeof *st.ix);
 	if (!st.ix)
 		return -ENOMEM;
