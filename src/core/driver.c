@@ -90,6 +90,7 @@ static void after_fork_child(void)
 		ods_drv.accel->forget();
 	memset(&ods_drv, 0, sizeof(ods_drv));
 	atomic_store_explicit(&ods_inflight, 0, memory_order_relaxed);
+	atomic_store_explicit(&ods_forked, true, memory_order_relaxed);
 }
 
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
@@ -138,6 +139,7 @@ OPENDS_API opends_error_t opends_driver_open_with(const opends_setting_t *settin
 	}
 	if ((rc = ods_streams_init()))
 		goto fail_streams;
+	atomic_store_explicit(&ods_forked, false, memory_order_relaxed);
 	atomic_store_explicit(&ods_drv.open, true, memory_order_release);
 	return ods_ok();
 

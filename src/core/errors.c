@@ -9,12 +9,19 @@
 
 static _Thread_local char detail[256];
 
+atomic_bool ods_forked;
+
 int ods_fail(int code, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(detail, sizeof(detail), fmt, ap);
+	int n = vsnprintf(detail, sizeof(detail), fmt, ap);
 	va_end(ap);
+	/* "not open" in a forked child is the fork's doing: say what to do */
+	if (code == OPENDS_DRIVER_NOT_INITIALIZED && atomic_load_explicit(&ods_forked, memory_order_relaxed) && n >= 0 &&
+	    (size_t)n < sizeof(detail))
+		snprintf(detail + n, sizeof(detail) - (size_t)n,
+			 " (this process is a child of fork(): call opends_driver_open for a driver of its own)");
 	return code;
 }
 

@@ -81,6 +81,9 @@ static inline void ods_cpu_relax(void)
 
 /* Record a sentence for opends_last_error_detail() and return code. */
 int ods_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Set in a child of fork() while the driver was open, until it opens its
+ * own: ods_fail then says so in a DRIVER_NOT_INITIALIZED detail. */
+extern atomic_bool ods_forked;
 static inline opends_error_t ods_err(int code, int backend_err)
 {
 	opends_error_t e = { (opends_op_error_t)code, backend_err };
