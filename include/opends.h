@@ -29,8 +29,9 @@
  *   open has returned. Any call other than open made while the driver is
  *   closed fails with OPENDS_DRIVER_NOT_INITIALIZED (or its negation).
  * - fork(): in the child, the driver inherited from the parent is closed
- *   (every call fails at once with OPENDS_DRIVER_NOT_INITIALIZED; close
- *   too) and the child may call opends_driver_open() for a driver of its
+ *   (every call fails at once with OPENDS_DRIVER_NOT_INITIALIZED, close
+ *   too, the detail saying that the fork closed it) and the child may call
+ *   opends_driver_open() or opends_driver_open_with() for a driver of its
  *   own. The parent's handles, buffers, streams, batches and I/O in flight
  *   do not exist in the child (register the fds again); the library's
  *   internal fds stay open there until exec (close-on-exec). The parent is
