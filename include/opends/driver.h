@@ -35,7 +35,8 @@ extern "C" {
  *   OPENDS_QUEUE_DEPTH  operations in flight per worker, 1..4096.
  *   OPENDS_IO_KWORKERS  uring: kernel threads per worker that copy reads of
  *                       cached ranges (and reads of cached ranges a worker
- *                       keeps in flight), 1..64; default CPUs / workers.
+ *                       keeps in flight), 1..64; default CPUs / workers,
+ *                       at most 2.
  *   OPENDS_CHUNK_SIZE   bytes per staged chunk, 4 KiB..1 GiB, a multiple of
  *                       4096; suffixes k, m, g or K, M, G (binary: 4k and
  *                       4K are 4096) accepted.
