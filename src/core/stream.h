@@ -109,10 +109,10 @@ opends_error_t ods_astream_sync(opends_stream_t stream);
 /* An operation is enqueued on s: *fixed says whether s is registered with
  * every OPENDS_STREAM_FIXED_* flag, *made whether opends_stream_create
  * made it (non-blocking: it never waits for the legacy default stream);
- * the result (NULL when the library
- * knows nothing of s: neither made nor registered) goes to
- * ods_astream_untrack once the operation's result is out, before its last
- * gate opens, so that ods_astream_sync can sleep until then. */
+ * the result (NULL when the library knows nothing of s: neither made nor
+ * registered) goes to ods_astream_untrack once the operation's result is
+ * out and its last gate open, so that ods_astream_sync can sleep until
+ * then. The entry stays while operations are tracked on it. */
 void *ods_astream_track(void *s, bool *fixed, bool *made);
 void ods_astream_untrack(void *t);
 /* operations enqueued and not yet ended: +1 / -1 */

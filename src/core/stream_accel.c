@@ -201,9 +201,12 @@ static void piece_finish(struct aop *op, struct piece *pc)
 		}
 		/* atomic: a caller may look at it while the stream runs */
 		__atomic_store_n(op->a.result, r, __ATOMIC_RELEASE);
-		op_published(op);
 		op->p[n - 1].opened = true;
 		acc->gate_open(op->p[n - 1].gate);
+		/* after the gate: a sync it wakes then finds only the last
+		 * copy left on the stream (the stream's entry stays until
+		 * then, even if the stream is destroyed meanwhile) */
+		op_published(op);
 		/* without staging, nothing queued after the gate needs op:
 		 * this is the stream's end of it */
 		if (!op->stage)
