@@ -282,6 +282,12 @@ static void piece_done(struct ods_io *io)
 	struct piece *pc = io->owner;
 	struct aop *op = pc->op;
 	ssize_t r = io->result;
+	/* a leaf (ods.h): the handle's count drops before the result is out
+	 * and a sync woken, so that a caller that deregisters the file right
+	 * after its sync (the imagenetish stream legs, per file) finds it
+	 * idle instead of waiting out this thread; nothing below touches
+	 * the handle */
+	atomic_fetch_sub_explicit(&io->fh->inflight, 1, memory_order_release);
 	if (r < 0) {
 		note_err(op, (long)r);
 		/* leave the device range as it was: snapshot it */
@@ -347,6 +353,7 @@ static void piece_start(struct aop *op, struct piece *pc)
 	io->mem = ODS_MEM_HOST;
 	io->owner = pc;
 	io->done = piece_done;
+	io->leaf = true; /* piece_done drops the handle's count */
 	/* the dispatcher serves every stream: never wait for room here */
 	ods_io_submit(io, false);
 }
