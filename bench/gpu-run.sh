@@ -259,7 +259,7 @@ if [ "${MANY:-1}" = 1 ] && in_part 2; then
 	else
 		begin "F: 20,000 small tensors vs one file (issue 22)"
 		pyenv timeout $(($(left) - 15)) python3 python/bench_many_tensors.py --device cuda:0 --runs 3 --dir /var/tmp \
-			--loaders opends,safetensors,fastsafetensors 2>&1 | tee "$LOGS/many-tensors.log"
+			--loaders opends,opends-pyparse,safetensors,fastsafetensors 2>&1 | tee "$LOGS/many-tensors.log"
 		python3 bench/report --add-many-tensors "$LOGS/many-tensors.log" "$res"
 	fi
 fi
