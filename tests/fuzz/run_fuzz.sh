@@ -14,7 +14,7 @@ work=${2:-$src/build-fuzz}
 secs=${3:-20}
 shift $(( $# < 3 ? $# : 3 ))
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(fuzz_config fuzz_api)
+[ ${#targets[@]} -eq 0 ] && targets=(fuzz_config fuzz_api fuzz_stindex)
 clang=${CLANG:-clang}
 mkdir -p "$work" || exit 1
 
