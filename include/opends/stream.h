@@ -59,9 +59,10 @@ OPENDS_API opends_error_t opends_stream_deregister(opends_stream_t stream);
  * and later work waits for it. *size, *file_offset and *buf_offset are read
  * when the stream reaches the operation (at the call on a stream registered
  * with every FIXED_* flag, or on an accelerator stream made by
- * opends_stream_create with nothing queued, which reaches it at once), so they (and *bytes_read) must stay valid until
- * then; the result (bytes or a negated error, as
- * opends_sync_read) is written to *bytes_read when it completes.
+ * opends_stream_create with nothing queued, which reaches it at once), so
+ * they (and *bytes_read) must stay valid until then; the result (bytes or
+ * a negated error, as opends_sync_read) is written to *bytes_read when it
+ * completes.
  * Checks of the values behind the pointers happen when the stream reaches
  * the operation and land in *bytes_read.
  * Errors (submit reports argument errors only): OPENDS_INVALID_VALUE (a
