@@ -232,6 +232,7 @@ static void c_busy(void)
 			atomic_store(&park_ask, true);
 			while (!atomic_load(&parked))
 				usleep(100);
+			usleep(20000); /* and the library's workers go idle */
 		}
 		fflush(NULL);
 		pid_t pid = fork();

@@ -40,7 +40,8 @@ CUfileError_t cfd_ensure_open(void);
 /* A call into OpenDS, counted so that cuFileDriverClose waits for it
  * (cufile.c, "calls in progress"): cfd_enter opens the driver if needed
  * and enters; cfd_leave leaves (nothing if not entered). Never take
- * cfd_lock while inside: the close holds it while it waits. */
+ * cfd_lock, or enter again, while inside: the close holds cfd_lock while
+ * it waits for the calls inside, and a second enter may need it. */
 struct cfd_gate {
 	atomic_long *count;
 };
