@@ -487,6 +487,20 @@ static inline int t_open(const char *path, int flags, bool direct)
 	return fd;
 }
 
+/* A hot file: path written with the pattern (size bytes), opened
+ * buffered read-only and read once so its pages are cached; returns the fd
+ * and the pattern as the oracle. */
+static inline int t_hot_file(const char *path, size_t size, t_patfn fn, uint8_t **oracle)
+{
+	t_write_pattern_file(path, size, fn);
+	*oracle = t_oracle(size, fn);
+	int fd = t_open(path, O_RDONLY, false);
+	uint8_t *warm = t_xmalloc(size);
+	CHECKF(pread(fd, warm, size, 0) == (ssize_t)size, "warming the page cache");
+	free(warm);
+	return fd;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Driver                                                                   */
 /* ------------------------------------------------------------------------ */

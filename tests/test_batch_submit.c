@@ -55,12 +55,8 @@ int main(int argc, char **argv)
 
 	char path[PATH_MAX];
 	t_path(path, sizeof(path), "batch_submit.bin");
-	t_write_pattern_file(path, FSIZE, hashpat);
-	uint8_t *oracle = t_oracle(FSIZE, hashpat);
-	int fd = t_open(path, O_RDONLY, false);
-	uint8_t *warm = t_xmalloc(FSIZE);
-	CHECKF(pread(fd, warm, FSIZE, 0) == (ssize_t)FSIZE, "warming the page cache");
-	free(warm);
+	uint8_t *oracle;
+	int fd = t_hot_file(path, FSIZE, hashpat, &oracle);
 
 	opends_error_t e = opends_driver_open();
 	if (e.err == OPENDS_PLATFORM_NOT_SUPPORTED) {
