@@ -17,10 +17,6 @@
 
 #include "ods.h"
 
-/* config.c's opends_driver_get_setting reads the driver's state; this
- * harness builds config.c without driver.c, so the (closed) state is here. */
-struct ods_driver ods_drv;
-
 static const char *const names[] = { "OPENDS_BACKEND",    "OPENDS_ACCEL",     "OPENDS_IO_THREADS",
 				     "OPENDS_QUEUE_DEPTH", "OPENDS_CHUNK_SIZE", "OPENDS_CPU_MASK",
 				     "OPENDS_IDLE_SPIN",  "OPENDS_ASSUME_ALIGNED_ONLY", "OPENDS_NOT_A_VARIABLE" };
