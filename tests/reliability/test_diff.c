@@ -85,6 +85,7 @@ static struct reg regs[MAXREG];
 static unsigned nregs;
 
 static opends_stream_t stream;
+static bool stream_fixed;
 static opends_batch_t batch;
 
 static unsigned long step;
@@ -534,6 +535,7 @@ static void driver_up(void)
 	for (int i = 0; i < NSLOT; i++)
 		slot_open(i);
 	OK(opends_stream_create(&stream));
+	stream_fixed = false;
 	OK(opends_batch_setup(&batch, 2 * MAXGRP));
 	nregs = 0;
 }
@@ -752,7 +754,19 @@ static void do_stream(void)
 	struct op g[MAXGRP];
 	unsigned n = 1 + (unsigned)rn(6);
 	opends_stream_t st = rn(2) ? stream : NULL;
-	note("stream group of %u on %s", n, st ? "a created stream" : "the NULL stream");
+	/* the created stream now and then with the three FIXED_* hints (on an
+	 * accelerator stream its reads may start at the call: only this
+	 * group's own writes, queued ahead, come between), or without them */
+	if (st && rn(3) == 0) {
+		stream_fixed = !stream_fixed;
+		if (stream_fixed)
+			OK(opends_stream_register(st, OPENDS_STREAM_FIXED_BUF_OFFSET | OPENDS_STREAM_FIXED_FILE_OFFSET |
+							      OPENDS_STREAM_FIXED_FILE_SIZE));
+		else
+			OK(opends_stream_deregister(st));
+	}
+	note("stream group of %u on %s%s", n, st ? "a created stream" : "the NULL stream",
+	     st && stream_fixed ? " (FIXED_* hints)" : "");
 	/* every op made (and its source bytes filled) before the first is
 	 * queued: the stream may run them while later ones are queued */
 	for (unsigned i = 0; i < n; i++)
