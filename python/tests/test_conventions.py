@@ -6,6 +6,7 @@ import concurrent.futures as cf
 import os
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -207,10 +208,11 @@ def test_futures_with_concurrent_futures(datafile):
         fut = f.read_async(np.zeros(10, np.uint8), file_offset=3)
         fut.add_done_callback(lambda x: seen.append(x.result()))
         assert fut.result(timeout=30) == 10
-        for _ in range(3000):
-            if seen:
-                break
-            cf.wait([fut], timeout=0.01)
+        # the callback runs on the collecting thread, just after the result
+        # is set (which already ends cf.wait): wait for it by time, sleeping
+        deadline = time.monotonic() + 30
+        while not seen and time.monotonic() < deadline:
+            time.sleep(0.001)
         assert seen == [10]
         assert fut.exception() is None and not fut.cancel() and not fut.cancelled()
     for i, b in enumerate(bufs):
