@@ -27,16 +27,6 @@
 
 #include "dropin_test.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define PARK_AROUND_FORK 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define PARK_AROUND_FORK 1
-#endif
-#endif
-#ifndef PARK_AROUND_FORK
-#define PARK_AROUND_FORK 0
-#endif
 /* ThreadSanitizer cannot run a child of a multi-threaded process that
  * starts threads: under it the children check the refused calls only, and
  * the run checks the parent's side (the fork handlers against its threads). */
@@ -146,9 +136,7 @@ static void c_open(void)
 	CU_OK(L.cuFileDriverOpen());
 	CUfileHandle_t fh = dt_reg(fd);
 	read_check(fh, 0, 65536);
-	fflush(NULL);
-	pid_t pid = fork();
-	CHECK(pid >= 0, "fork: %s", strerror(errno));
+	pid_t pid = dt_fork();
 	if (pid == 0)
 		child_of_open(fh, fd, 1);
 	dt_wait_ok(pid);
@@ -187,9 +175,7 @@ static void c_closed(void)
 			L.cuFileHandleDeregister(fh);
 			CU_OK(L.cuFileDriverClose_v2());
 		}
-		fflush(NULL);
-		pid_t pid = fork();
-		CHECK(pid >= 0, "fork: %s", strerror(errno));
+		pid_t pid = dt_fork();
 		if (pid == 0)
 			child_of_closed(fd);
 		dt_wait_ok(pid);
@@ -228,18 +214,15 @@ static void c_busy(void)
 	CHECK(pthread_create(&t, NULL, busy, NULL) == 0, "pthread_create");
 	for (unsigned i = 0; i < 6; i++) {
 		usleep(20000);
-		if (PARK_AROUND_FORK) {
+		if (DT_ASAN) {
 			atomic_store(&park_ask, true);
 			while (!atomic_load(&parked))
 				usleep(100);
-			usleep(20000); /* and the library's workers go idle */
 		}
-		fflush(NULL);
-		pid_t pid = fork();
-		CHECK(pid >= 0, "fork: %s", strerror(errno));
+		pid_t pid = dt_fork();
 		if (pid == 0)
 			child_of_open(busy_fh, fd, 100 + i);
-		if (PARK_AROUND_FORK)
+		if (DT_ASAN)
 			atomic_store(&park_ask, false);
 		dt_wait_ok(pid);
 	}
