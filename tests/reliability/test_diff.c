@@ -38,7 +38,7 @@
  * OPENDS_BACKEND and OPENDS_ACCEL (hostdev: every target is simulated
  * device memory, so the staged paths run).
  */
-#include "../common.h"
+#include "../sources/fake.h" /* source handles over the file (use_fd) */
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -67,13 +67,12 @@ static int chk_t = -1, chk_o = -1; /* plain fds for the checks and truncation */
 static uint8_t *pool, *shadow;     /* what the pool holds, what it must hold */
 static uint8_t *fbuf_t, *fbuf_o;
 
-struct fsrc;
 struct slot {
 	int fd, ofd;
 	opends_handle_t fh;
 	int acc;
 	bool direct;
-	struct fsrc *src; /* a source handle over the file, or NULL */
+	struct fake *src; /* a source handle over the file, or NULL */
 };
 static struct slot slots[NSLOT];
 static bool have_direct = true;
@@ -119,116 +118,6 @@ static void dump_log(void)
 		FAILF(__VA_ARGS__);                                                              \
 	} while (0)
 
-/* ---- a source over the file --------------------------------------------------- */
-
-/* Source handles read and write the same file through callbacks (pread and
- * pwrite on an fd of its own), so the oracle is the same. Three ways to
- * answer: inline (done before read_async returns), from two helper threads
- * in random order, or the blocking form; small pieces and caps so the
- * library cuts requests up and queues pieces. Its thread-side randomness
- * is not drawn from the run's seed, which only the main thread uses. */
-static ssize_t o_read(int fd, uint8_t *p, size_t n, off_t off);
-static ssize_t o_write(int fd, const uint8_t *p, size_t n, off_t off);
-
-enum fmode { FS_INLINE, FS_THREAD, FS_BLOCKING };
-struct fsrc {
-	int fd;
-	enum fmode mode;
-	atomic_int released;
-};
-struct fjob {
-	struct fsrc *f;
-	bool rd;
-	void *buf;
-	size_t len;
-	uint64_t off;
-	opends_source_done_t done;
-	void *token;
-	struct fjob *next;
-};
-static struct {
-	pthread_mutex_t lock;
-	pthread_cond_t cv;
-	struct fjob *q;
-	unsigned nq;
-	bool stop;
-	pthread_t th[2];
-	bool started;
-} fq = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, 0, false, { 0 }, false };
-
-static ssize_t fs_do(struct fsrc *f, bool rd, void *buf, size_t len, uint64_t off)
-{
-	return rd ? o_read(f->fd, buf, len, (off_t)off) : o_write(f->fd, buf, len, (off_t)off);
-}
-
-static void *fs_thread(void *arg)
-{
-	unsigned seed = (unsigned)(uintptr_t)arg * 7919u + 1;
-	pthread_mutex_lock(&fq.lock);
-	for (;;) {
-		while (!fq.q && !fq.stop)
-			pthread_cond_wait(&fq.cv, &fq.lock);
-		if (!fq.q)
-			break;
-		unsigned k = fq.nq > 1 ? (unsigned)rand_r(&seed) % fq.nq : 0;
-		struct fjob **pp = &fq.q;
-		while (k--)
-			pp = &(*pp)->next;
-		struct fjob *j = *pp;
-		*pp = j->next;
-		fq.nq--;
-		pthread_mutex_unlock(&fq.lock);
-		ssize_t r = fs_do(j->f, j->rd, j->buf, j->len, j->off);
-		j->done(j->token, r);
-		free(j);
-		pthread_mutex_lock(&fq.lock);
-	}
-	pthread_mutex_unlock(&fq.lock);
-	return NULL;
-}
-
-static int fs_start(struct fsrc *f, bool rd, void *buf, size_t len, uint64_t off, opends_source_done_t done,
-		    void *token)
-{
-	if (f->mode == FS_INLINE) {
-		done(token, fs_do(f, rd, buf, len, off));
-		return 0;
-	}
-	struct fjob *j = malloc(sizeof(*j));
-	if (!j)
-		return -ENOMEM;
-	*j = (struct fjob){ f, rd, buf, len, off, done, token, NULL };
-	pthread_mutex_lock(&fq.lock);
-	j->next = fq.q;
-	fq.q = j;
-	fq.nq++;
-	pthread_cond_signal(&fq.cv);
-	pthread_mutex_unlock(&fq.lock);
-	return 0;
-}
-
-static int fs_read_async(void *src, void *buf, size_t len, uint64_t off, opends_source_done_t done, void *token)
-{
-	return fs_start(src, true, buf, len, off, done, token);
-}
-static int fs_write_async(void *src, const void *buf, size_t len, uint64_t off, opends_source_done_t done,
-			  void *token)
-{
-	return fs_start(src, false, (void *)buf, len, off, done, token);
-}
-static ssize_t fs_read(void *src, void *buf, size_t len, uint64_t off)
-{
-	return fs_do(src, true, buf, len, off);
-}
-static ssize_t fs_write(void *src, const void *buf, size_t len, uint64_t off)
-{
-	return fs_do(src, false, (void *)buf, len, off);
-}
-static void fs_release(void *src)
-{
-	atomic_fetch_add(&((struct fsrc *)src)->released, 1);
-}
-
 static const char *acc_name(int acc)
 {
 	return acc == O_RDONLY ? "ro" : acc == O_WRONLY ? "wo" : "rw";
@@ -236,42 +125,15 @@ static const char *acc_name(int acc)
 
 /* ---- the oracle ------------------------------------------------------------ */
 
-static ssize_t o_read(int fd, uint8_t *p, size_t n, off_t off)
+/* pread/pwrite until n bytes or EOF (fake.h's loop); size 0 still makes the
+ * call, so a read-only or write-only fd answers -EBADF as the library must */
+static ssize_t o_rw(int fd, bool rd, uint8_t *p, size_t n, off_t off)
 {
-	size_t done = 0;
 	if (n == 0) {
-		ssize_t r = pread(fd, p, 0, off);
+		ssize_t r = rd ? pread(fd, p, 0, off) : pwrite(fd, p, 0, off);
 		return r < 0 ? -errno : 0;
 	}
-	while (done < n) {
-		ssize_t r = pread(fd, p + done, n - done, off + (off_t)done);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		if (r == 0)
-			break;
-		done += (size_t)r;
-	}
-	return (ssize_t)done;
-}
-
-static ssize_t o_write(int fd, const uint8_t *p, size_t n, off_t off)
-{
-	size_t done = 0;
-	if (n == 0) {
-		ssize_t r = pwrite(fd, p, 0, off);
-		return r < 0 ? -errno : 0;
-	}
-	while (done < n) {
-		ssize_t r = pwrite(fd, p + done, n - done, off + (off_t)done);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		done += (size_t)r;
-	}
-	return (ssize_t)done;
+	return fake_fd_do(fd, rd, p, n, (uint64_t)off);
 }
 
 static size_t fsize_now(void)
@@ -395,8 +257,7 @@ static const char *desc(const struct op *o)
 		 o->s, acc_name(slots[o->s].acc), slots[o->s].direct ? ",direct" : "", o->size, (long long)o->foff,
 		 o->base, (long long)o->boff, o->imr ? " [past registered range]" : "");
 	if (slots[o->s].src)
-		snprintf(b + strlen(b), sizeof b - strlen(b), " [source, %s]",
-			 (const char *[]){ "inline", "thread", "blocking" }[slots[o->s].src->mode]);
+		snprintf(b + strlen(b), sizeof b - strlen(b), " [source, %s]", fake_mode_name(slots[o->s].src->mode));
 	return b;
 }
 
@@ -408,7 +269,7 @@ static void oracle(struct op *o)
 		return;
 	}
 	uint8_t *m = shadow + o->base + o->boff;
-	o->want = o->rd ? o_read(slots[o->s].ofd, m, o->size, o->foff) : o_write(slots[o->s].ofd, m, o->size, o->foff);
+	o->want = o_rw(slots[o->s].ofd, o->rd, m, o->size, o->foff);
 }
 
 static void expect(const struct op *o, ssize_t got, const char *fam)
@@ -447,38 +308,20 @@ static void slot_open(int i)
 		/* a source: read-write or read-only (no write-only form) */
 		s->acc = s->acc == O_WRONLY ? O_RDWR : s->acc;
 		s->direct = false;
-		s->src = calloc(1, sizeof(*s->src));
-		CHECK(s->src);
-		s->src->mode = (enum fmode)rn(3);
+		/* the file through callbacks: answered inline, from two threads
+		 * in random order, or by the blocking form */
+		s->src = fake_new((enum fake_mode)rn(3), 0, NULL);
+		s->src->delay_us = 50;
+		s->src->use_fd = true;
 		s->src->fd = s->fd = open(path_t, O_RDWR);
 		CHECKF(s->fd >= 0, "open(%s): %s", path_t, strerror(errno));
-		static const opends_source_ops_t ops = {
-			.struct_size = sizeof(opends_source_ops_t),
-			.name = "difffile",
-			.read_async = fs_read_async,
-			.write_async = fs_write_async,
-			.read = fs_read,
-			.write = fs_write,
-			.release = fs_release,
-		};
-		opends_source_desc_t d;
-		memset(&d, 0, sizeof d);
-		d.struct_size = sizeof d;
-		d.ops = &ops;
-		d.src = s->src;
-		d.flags = (s->src->mode == FS_BLOCKING ? OPENDS_SOURCE_BLOCKING : 0) |
-			  (s->acc == O_RDONLY ? OPENDS_SOURCE_RDONLY : 0);
-		d.size = -1;
+		opends_source_desc_t d = fake_desc(s->src);
+		d.flags |= s->acc == O_RDONLY ? OPENDS_SOURCE_RDONLY : 0;
 		d.io_unit = rn(2) ? 0 : 4096 * (1 + rn(16));
 		d.max_io = rn(2) ? 0 : 4096 * (1 + rn(8));
 		d.max_inflight = (unsigned)rn(5);
 		d.max_inflight_bytes = rn(3) ? 0 : 65536 * (1 + rn(4));
 		d.domain = rn(2);
-		if (s->src->mode == FS_THREAD && !fq.started) {
-			for (uintptr_t k = 0; k < 2; k++)
-				CHECK(pthread_create(&fq.th[k], NULL, fs_thread, (void *)k) == 0);
-			fq.started = true;
-		}
 		s->fh = NULL;
 		OK(opends_handle_register_source(&s->fh, &d));
 	} else {
@@ -502,7 +345,7 @@ static void slot_close(int i, bool dereg)
 		int n = atomic_load(&s->src->released);
 		if (n != 1)
 			DIFF("slot %d: the source's release ran %d times by deregistration", i, n);
-		free(s->src);
+		fake_free(s->src);
 		s->src = NULL;
 	}
 	close(s->fd);
@@ -991,14 +834,6 @@ int main(int argc, char **argv)
 	OK(opends_stream_destroy(stream));
 	OK(opends_batch_destroy(batch));
 	OK(opends_driver_close());
-	if (fq.started) {
-		pthread_mutex_lock(&fq.lock);
-		fq.stop = true;
-		pthread_cond_broadcast(&fq.cv);
-		pthread_mutex_unlock(&fq.lock);
-		for (int k = 0; k < 2; k++)
-			pthread_join(fq.th[k], NULL);
-	}
 	printf("diff: %lu steps in %.1f s, all equal to the oracle: %lu sync, %lu fanout, %lu async, %lu batch, "
 	       "%lu stream operations, %lu registrations, %lu reopens, %lu truncations, %lu driver reopens\n",
 	       step, t_now() - t0, nops[0], nops[1], nops[2], nops[3], nops[4], nops[5], nops[6], nops[7], nops[8]);

@@ -1,5 +1,6 @@
 /*
- * An in-process source for the source tests: an object in memory, served
+ * An in-process source for the source tests: an object in memory (or a
+ * file, with use_fd: the differential test's source handles), served
  * through the async form (completed inline, or later from helper threads
  * in random order) or the blocking form. It records what the library asked
  * of it, so tests can check the contract from the source's side: pieces
@@ -29,6 +30,8 @@ struct fake_job {
 
 struct fake {
 	enum fake_mode mode;
+	int fd; /* with use_fd: the object is this file (pread/pwrite), not data */
+	bool use_fd;
 	pthread_mutex_t lock;
 	uint8_t *data;
 	size_t cap, size;
@@ -87,10 +90,30 @@ static inline void fake_track_end(struct fake *f, size_t len)
 }
 
 /* The transfer itself: bytes or -errno. */
+/* A file as the object: bytes up to len (reads: fewer only at EOF), or -errno. */
+static inline ssize_t fake_fd_do(int fd, bool rd, void *buf, size_t len, uint64_t off)
+{
+	size_t done = 0;
+	while (done < len) {
+		ssize_t r = rd ? pread(fd, (char *)buf + done, len - done, (off_t)(off + done))
+			       : pwrite(fd, (const char *)buf + done, len - done, (off_t)(off + done));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			break;
+		done += (size_t)r;
+	}
+	return (ssize_t)done;
+}
+
 static inline ssize_t fake_do(struct fake *f, bool rd, void *buf, size_t len, uint64_t off)
 {
 	if (f->fail_errno && (long long)off <= f->fail_at && f->fail_at < (long long)(off + len))
 		return -f->fail_errno;
+	if (f->use_fd)
+		return fake_fd_do(f->fd, rd, buf, len, off);
 	pthread_mutex_lock(&f->lock);
 	ssize_t r;
 	if (rd) {
