@@ -123,10 +123,14 @@ static void child_of_open(CUfileHandle_t parent_fh, int fd, unsigned seed)
 	_exit(0);
 }
 
+/* the test file, unlinked as soon as it is written: nothing is left
+ * behind a failure; each case takes its own fd on it */
+static int base_fd = -1;
+
 static int open_file(void)
 {
-	int fd = open(path, O_RDWR);
-	CHECK(fd >= 0, "open %s: %s", path, strerror(errno));
+	int fd = dup(base_fd);
+	CHECK(fd >= 0, "dup: %s", strerror(errno));
 	return fd;
 }
 
@@ -248,10 +252,11 @@ int main(int argc, char **argv)
 	for (uint64_t i = 0; i < FSZ; i++)
 		oracle[i] = pat(i);
 	CHECK(pwrite(fd, oracle, FSZ, 0) == (ssize_t)FSZ, "pwrite");
-	close(fd);
+	unlink(path);
+	base_fd = fd;
 	static const struct dt_case cases[] = { { "open", c_open }, { "closed", c_closed }, { "busy", c_busy } };
 	int rc = dt_run_cases(cases, sizeof(cases) / sizeof(*cases));
-	unlink(path);
+	close(base_fd);
 	free(oracle);
 	return rc;
 }

@@ -31,7 +31,9 @@
 #define FSZ (256u << 10)
 #define IOMAX 65536u
 
-static char paths[NT][256];
+/* two fds per thread (an fd is registered once at a time) on its file,
+ * unlinked as soon as it is written: nothing is left behind a failure */
+static int fds[NT][2];
 static atomic_bool stop;
 static atomic_ulong reads_ok, reads_stale, cycles;
 
@@ -73,9 +75,7 @@ static void *worker(void *arg)
 {
 	unsigned t = (unsigned)(uintptr_t)arg;
 	uint64_t seed = 0x1234567ull + t;
-	/* one fd per handle: an fd is registered once at a time */
-	int fd = open(paths[t], O_RDONLY), kfd = open(paths[t], O_RDONLY);
-	CHECK(fd >= 0 && kfd >= 0, "open: %s", strerror(errno));
+	int fd = fds[t][0], kfd = fds[t][1];
 	uint8_t *buf = malloc(IOMAX);
 	CHECK(buf, "malloc");
 	CUfileHandle_t kept = dt_reg(kfd);
@@ -113,13 +113,17 @@ int main(int argc, char **argv)
 	uint8_t *b = malloc(FSZ);
 	CHECK(b, "malloc");
 	for (unsigned t = 0; t < NT; t++) {
-		snprintf(paths[t], sizeof(paths[t]), "%s/cufile-thr-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-		int fd = mkstemp(paths[t]);
+		char path[256];
+		snprintf(path, sizeof(path), "%s/cufile-thr-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+		int fd = mkstemp(path);
 		CHECK(fd >= 0, "mkstemp: %s", strerror(errno));
 		for (uint64_t i = 0; i < FSZ; i++)
 			b[i] = pat(t, i);
 		CHECK(pwrite(fd, b, FSZ, 0) == (ssize_t)FSZ, "pwrite");
-		close(fd);
+		fds[t][0] = fd;
+		fds[t][1] = open(path, O_RDONLY);
+		CHECK(fds[t][1] >= 0, "open: %s", strerror(errno));
+		unlink(path);
 	}
 	free(b);
 
@@ -147,8 +151,6 @@ int main(int argc, char **argv)
 		pthread_join(th[t], NULL);
 	/* the workers' implicit opens leave it open (or closed) */
 	(void)L.cuFileDriverClose_v2();
-	for (unsigned t = 0; t < NT; t++)
-		unlink(paths[t]);
 	printf("%lu open/close cycles under %d threads: %lu reads exact, %lu through a handle a close released\n",
 	       atomic_load(&cycles), NT, atomic_load(&reads_ok), atomic_load(&reads_stale));
 	CHECK(atomic_load(&cycles) >= 3 && atomic_load(&reads_ok) > 0, "too little happened to mean anything");
