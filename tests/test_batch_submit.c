@@ -9,7 +9,8 @@
  * src/backends/uring/uring.c: up to 256 KiB a group; a worker holds at
  * most OPENDS_QUEUE_DEPTH reads, so by default a group every 16).
  * Counted by the backend's counter of submitting io_uring_enter calls
- * (this program links the library's objects to read it). For contrast,
+ * (this program links the library's objects to read it): at most N / 8,
+ * a group or two plus resubmissions under load. For contrast,
  * and to show the counter counts, the same 64 reads as synchronous calls
  * through the engine (OPENDS_INLINE_MAX=0) take one call each. Data
  * byte-exact in both. Host memory and the simulated device (hostdev):
@@ -108,10 +109,15 @@ int main(int argc, char **argv)
 	       batch_calls, N, sync_calls);
 	CHECKF(sync_calls >= N, "%u synchronous reads through the engine counted %lu submissions (the counter is off)", N,
 	       sync_calls);
-	/* one group of 256 KiB, and the worker's wake-up read re-armed after
-	 * it (a call of its own when the group went before) */
-	CHECKF(batch_calls <= 2, "a batch of %u small reads took %lu io_uring_enter calls (want one group, <= 2)", N,
-	       batch_calls);
+	/* One group of 256 KiB and the worker's wake-up read re-armed after
+	 * it (a call of its own when the group went before): 1-2 calls on a
+	 * quiet machine. Under load a read the kernel answers EAGAIN or
+	 * EINTR is resubmitted (MAX_RETRY in uring.c), each a call more, so
+	 * the bound is what tells groups from one call per entry (64): at
+	 * most N / 8. */
+	CHECKF(batch_calls <= N / 8,
+	       "a batch of %u small reads took %lu io_uring_enter calls (want grouped: <= %u; one per entry is %u)", N,
+	       batch_calls, N / 8, N);
 	free(mem);
 	free(oracle);
 	t_rm_dir();
