@@ -49,25 +49,22 @@ static bool special(void *stream)
 	return stream == NULL || stream == (void *)CU_STREAM_LEGACY || stream == (void *)CU_STREAM_PER_THREAD;
 }
 
-/* Enter the context of device dev for one command; 0 or a code. */
-/* enter pushed the place's context (it was not current); enter and leave
- * pair up with nothing between them that enters again */
-static __thread bool tl_pushed;
-
-static int enter(unsigned dev, void *stream)
+/* Enter the context of device dev for one command; 0 or a code. *pushed
+ * says whether it pushed (the context was not current) for leave. */
+static int enter(unsigned dev, void *stream, bool *pushed)
 {
 	struct place *p = ods_cu_place(dev);
 	if (!p)
 		return ods_fail(OPENDS_CONTEXT_MISMATCH, "cuda: device %u is not usable", dev);
 	if (special(stream))
 		__atomic_store_n(&p->null_used, true, __ATOMIC_RELAXED);
-	return ods_cu_enter(p, &tl_pushed);
+	return ods_cu_enter(p, pushed);
 }
 
 /* after enter: pop what it pushed */
-static void leave(void)
+static void leave(bool pushed)
 {
-	if (tl_pushed)
+	if (pushed)
 		ods_cu_pop();
 }
 
@@ -211,11 +208,12 @@ static int cuda_stream_device(void *stream, enum ods_mem_kind k, unsigned buf_de
 
 static int cuda_stream_call(unsigned dev, void *stream, void (*fn)(void *arg), void *arg)
 {
-	int rc = enter(dev, stream);
+	bool pushed;
+	int rc = enter(dev, stream, &pushed);
 	if (rc)
 		return rc;
 	CUresult r = ods_cu.cuLaunchHostFunc((CUstream)stream, fn, arg);
-	leave();
+	leave(pushed);
 	return r == CUDA_SUCCESS ? 0 : ods_cu_fail(r, "cuLaunchHostFunc");
 }
 
@@ -223,12 +221,13 @@ static int cuda_stream_wait(unsigned dev, void *stream, void *gate)
 {
 	struct gate *g = gate;
 	CUstream s = stream;
-	int rc = enter(dev, stream);
+	bool pushed;
+	int rc = enter(dev, stream, &pushed);
 	if (rc)
 		return rc;
 	CUresult r = ods_cu.cuStreamWaitValue32(s, g->go_dev, 1, CU_STREAM_WAIT_VALUE_EQ);
 	if (r != CUDA_SUCCESS) {
-		leave();
+		leave(pushed);
 		return ods_cu_fail(r, "cuStreamWaitValue32"); /* never waited: a leak, not a hazard */
 	}
 	/* From here the stream may read the flags until it is past the wait.
@@ -236,7 +235,7 @@ static int cuda_stream_wait(unsigned dev, void *stream, void *gate)
 	 * then never reused, and close leaks its block rather than free it. */
 	g->waited = true;
 	r = ods_cu.cuStreamWriteValue32(s, g->passed_dev, 1, CU_STREAM_WRITE_VALUE_DEFAULT);
-	leave();
+	leave(pushed);
 	return r == CUDA_SUCCESS ? 0 : ods_cu_fail(r, "cuStreamWriteValue32");
 }
 
@@ -247,22 +246,24 @@ static int cuda_stream_wait(unsigned dev, void *stream, void *gate)
 static int cuda_stream_mark(unsigned dev, void *stream, void *counter, uint32_t value)
 {
 	struct gate *g = counter;
-	int rc = enter(dev, stream);
+	bool pushed;
+	int rc = enter(dev, stream, &pushed);
 	if (rc)
 		return rc;
 	CUresult r = ods_cu.cuStreamWriteValue32((CUstream)stream, g->passed_dev, value, CU_STREAM_WRITE_VALUE_DEFAULT);
-	leave();
+	leave(pushed);
 	return r == CUDA_SUCCESS ? 0 : ods_cu_fail(r, "cuStreamWriteValue32");
 }
 
 static int cuda_stream_copy(unsigned dev, void *stream, void *dst, const void *src, size_t n, bool to_device)
 {
-	int rc = enter(dev, stream);
+	bool pushed;
+	int rc = enter(dev, stream, &pushed);
 	if (rc)
 		return rc;
 	CUresult r = to_device ? ods_cu.cuMemcpyHtoDAsync((CUdeviceptr)(uintptr_t)dst, src, n, (CUstream)stream)
 			       : ods_cu.cuMemcpyDtoHAsync(dst, (CUdeviceptr)(uintptr_t)src, n, (CUstream)stream);
-	leave();
+	leave(pushed);
 	return r == CUDA_SUCCESS ? 0 : ods_cu_fail(r, to_device ? "cuMemcpyHtoDAsync" : "cuMemcpyDtoHAsync");
 }
 
@@ -270,10 +271,11 @@ static int cuda_stream_copy(unsigned dev, void *stream, void *dst, const void *s
  * never said to be idle (the legacy one waits for other streams). */
 static bool cuda_stream_idle(unsigned dev, void *stream)
 {
-	if (special(stream) || enter(dev, stream))
+	bool pushed;
+	if (special(stream) || enter(dev, stream, &pushed))
 		return false;
 	CUresult r = ods_cu.cuStreamQuery((CUstream)stream);
-	leave();
+	leave(pushed);
 	return r == CUDA_SUCCESS;
 }
 

@@ -550,8 +550,7 @@ static int hostdev_copy_begin(void *dst, const void *src, size_t n, struct ods_c
 
 static int hostdev_copy_end(struct ods_copy_op *op)
 {
-	memcpy(op->a, op->b, op->n);
-	return 0;
+	return host_copy(op->a, op->b, op->n);
 }
 
 const struct ods_accel ods_accel_hostdev = {
