@@ -50,11 +50,7 @@ int main(int argc, char **argv)
 			opends_io_params_t p = t_batch_entry(fh, OPENDS_READ, mem, PIECE, off, 0, NULL);
 			OK(opends_batch_submit(b, 1, &p, 0));
 			opends_io_events_t ev;
-			unsigned nr = 1;
-			do {
-				nr = 1;
-				OK(opends_batch_get_status(b, 1, &nr, &ev, NULL));
-			} while (nr == 0);
+			t_batch_collect(b, 1, &ev, 30);
 			busy_batch += inflight_of(fh) != 0;
 			got = ev.status == OPENDS_COMPLETE ? ev.ret : -1;
 		} else {

@@ -38,12 +38,8 @@ int main(int argc, char **argv)
 	}
 	char path[PATH_MAX];
 	t_path(path, sizeof(path), "stream_release.bin");
-	t_write_pattern_file(path, FSIZE, hashpat);
-	uint8_t *oracle = t_oracle(FSIZE, hashpat);
-	int fd = t_open(path, O_RDONLY, false);
-	uint8_t *warm = t_xmalloc(FSIZE);
-	CHECKF(pread(fd, warm, FSIZE, 0) == (ssize_t)FSIZE, "warming the page cache");
-	free(warm);
+	uint8_t *oracle;
+	int fd = t_hot_file(path, FSIZE, hashpat, &oracle);
 	t_driver_open();
 	uint8_t *mem = t_xmalloc(PIECE);
 	opends_stream_t s;

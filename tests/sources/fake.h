@@ -89,8 +89,8 @@ static inline void fake_track_end(struct fake *f, size_t len)
 	atomic_fetch_sub(&f->inflight_bytes, (long)len);
 }
 
-/* The transfer itself: bytes or -errno. */
-/* A file as the object: bytes up to len (reads: fewer only at EOF), or -errno. */
+/* A file as the object: bytes up to len (reads: fewer only at EOF), or
+ * -errno (a write that makes no progress: -EIO, as ods_pwrite_full). */
 static inline ssize_t fake_fd_do(int fd, bool rd, void *buf, size_t len, uint64_t off)
 {
 	size_t done = 0;
@@ -101,13 +101,17 @@ static inline ssize_t fake_fd_do(int fd, bool rd, void *buf, size_t len, uint64_
 			continue;
 		if (r < 0)
 			return -errno;
-		if (r == 0)
+		if (r == 0) {
+			if (!rd)
+				return -EIO;
 			break;
+		}
 		done += (size_t)r;
 	}
 	return (ssize_t)done;
 }
 
+/* The transfer itself: bytes or -errno. */
 static inline ssize_t fake_do(struct fake *f, bool rd, void *buf, size_t len, uint64_t off)
 {
 	if (f->fail_errno && (long long)off <= f->fail_at && f->fail_at < (long long)(off + len))
