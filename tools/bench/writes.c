@@ -188,7 +188,7 @@ static void *cw_uring_worker(void *arg)
 	struct cw_arg *a = arg;
 	struct cw *w = a->w;
 	uint64_t lo = a->index * w->span, hi = lo + w->span < w->size ? lo + w->span : w->size;
-	char *buf = w->buf + (size_t)(a->index % WRITE_THREADS) * CALL; /* qd x 1 MiB <= 16 MiB */
+	char *buf = w->buf + (size_t)(a->index % WRITE_THREADS) * CALL; /* this thread's 16 MiB */
 	struct io_uring ring;
 	if (io_uring_queue_init(w->qd, &ring, 0)) {
 		atomic_store(&w->err, -ENOMEM);
@@ -201,7 +201,7 @@ static void *cw_uring_worker(void *arg)
 			size_t n = hi - off < CW_BLOCK ? (size_t)(hi - off) : CW_BLOCK;
 			n = (n + 4095) & ~(size_t)4095;
 			struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
-			io_uring_prep_write(sqe, w->fd, buf + (size_t)(slot++ % w->qd) * CW_BLOCK, (unsigned)n, off);
+			io_uring_prep_write(sqe, w->fd, buf + (size_t)(slot++ % (CALL / CW_BLOCK)) * CW_BLOCK, (unsigned)n, off);
 			io_uring_sqe_set_data64(sqe, n);
 			inflight++;
 			off += n;
@@ -302,16 +302,18 @@ void writes(struct caller *c, const char *dsname, bool od, bool plain)
 	/* the ceiling before and after the write legs, the higher kept */
 	/* shapes: 1, 8 and 32 threads x 16 MiB pwrite; with liburing also one
 	 * thread x 32 and 8 threads x 16 of 1 MiB in flight (the library's) */
+	static const struct {
+		unsigned threads, qd;
+	} shape[] = {
+		{ 1, 0 }, { WRITE_THREADS, 0 }, { CW_MAX_THREADS, 0 },
 #ifdef BENCH_HAVE_URING
-#define CW_SHAPES 5
-#else
-#define CW_SHAPES 3
+		{ 1, 32 }, { WRITE_THREADS, 16 },
 #endif
+	};
+#define CW_SHAPES (sizeof(shape) / sizeof(shape[0]))
 	struct leg_result before[CW_SHAPES], after[CW_SHAPES];
-	const unsigned tcount[5] = { 1, WRITE_THREADS, CW_MAX_THREADS, 1, WRITE_THREADS };
-	const unsigned qds[5] = { 0, 0, 0, 32, 16 };
 	for (unsigned i = 0; i < CW_SHAPES && plain; i++) {
-		ceiling_write(path, c->pinned, c->dest_size, tcount[i], qds[i], &before[i]);
+		ceiling_write(path, c->pinned, c->dest_size, shape[i].threads, shape[i].qd, &before[i]);
 		if (!before[i].error)
 			ceiling_note(dsname, "-", "ceiling-write", st_mib_s(before[i].bytes, before[i].seconds));
 	}
@@ -333,14 +335,14 @@ void writes(struct caller *c, const char *dsname, bool od, bool plain)
 			run_way(wmodes[m], "opends", c, write_leg, dsname, "-", th, CALL);
 	}
 	for (unsigned i = 0; i < CW_SHAPES && plain; i++) {
-		ceiling_write(path, c->pinned, c->dest_size, tcount[i], qds[i], &after[i]);
+		ceiling_write(path, c->pinned, c->dest_size, shape[i].threads, shape[i].qd, &after[i]);
 		double mb = st_mib_s(before[i].bytes, before[i].seconds), ma = st_mib_s(after[i].bytes, after[i].seconds);
 		struct leg_result r = (after[i].error || ma < mb) && !before[i].error ? before[i] : after[i];
 		r.repeats = 2;
 		r.mib_min = ma < mb ? ma : mb;
 		r.mib_max = ma < mb ? mb : ma;
-		struct rec k = { dsname, "write", "ceiling-write", "-", "host", tcount[i], qds[i],
-				 qds[i] ? CW_BLOCK : CALL, 0 };
+		struct rec k = { dsname, "write", "ceiling-write", "-", "host", shape[i].threads, shape[i].qd,
+				 shape[i].qd ? CW_BLOCK : CALL, 0 };
 		record(&k, &r);
 	}
 }
