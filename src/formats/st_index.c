@@ -225,7 +225,7 @@ static int unsigned_int(struct parser *p, int64_t *v)
 	while (p->s < p->e && *p->s >= '0' && *p->s <= '9' && p->s - d < 18)
 		x = x * 10 + (*p->s++ - '0');
 	size_t n = (size_t)(p->s - d);
-	if (n == 0 || n > 18 || (n > 1 && d[0] == '0'))
+	if (n == 0 || (n > 1 && d[0] == '0')) /* (a 19th digit is refused below) */
 		return -1;
 	if (p->s < p->e && (*p->s == '.' || *p->s == 'e' || *p->s == 'E' || (*p->s >= '0' && *p->s <= '9')))
 		return -1;
