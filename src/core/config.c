@@ -8,6 +8,7 @@
  * environment. What each variable came to is kept for
  * opends_driver_get_setting. */
 #include <ctype.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -224,9 +225,12 @@ static const struct {
 #define NVARS (sizeof(vars) / sizeof(*vars))
 
 /* What each variable came to at the last load: its value (NULL: default)
- * and where it came from. Read by opends_driver_get_setting while the
- * driver is open; a load happens only while it is closed (open checks
- * that first), so readers never see one in progress. */
+ * and where it came from. A load replaces them while the driver is closed,
+ * but opends_driver_get_setting checks "open" and then reads them, so a
+ * thread that reopens the driver between the two could free a value that
+ * is being copied: both sides hold eff_lock (a load swaps the arrays under
+ * it and frees the old values after). */
+static pthread_mutex_t eff_lock = PTHREAD_MUTEX_INITIALIZER;
 static char *eff_val[NVARS];
 static opends_setting_source_t eff_src[NVARS];
 
@@ -238,26 +242,43 @@ static void defaults(struct ods_config *c)
 	c->idle_spin_us = -2;
 }
 
-static int var_index(const char *name)
+/* The one place a variable is looked up and a value parsed, for the
+ * environment and the caller's settings alike, with one message set: code
+ * is OPENDS_DRIVER_INVALID_PROPS for the environment, OPENDS_INVALID_VALUE
+ * for a setting (an argument of the call); where prefixes the detail with
+ * the call and the setting's index ("" for the environment). */
+static int lookup(const char *name, int code, const char *where, int *idx)
 {
 	for (size_t i = 0; i < NVARS; i++)
-		if (!strcmp(vars[i].name, name))
-			return (int)i;
-	return -1;
+		if (!strcmp(vars[i].name, name)) {
+			*idx = (int)i;
+			return 0;
+		}
+	return ods_fail(code, "%s%.64s is not a configuration variable", where, name);
+}
+
+static int parse_var(struct ods_config *cfg, int i, const char *value, int code, const char *where)
+{
+	if (!vars[i].parse(cfg, value))
+		return ods_fail(code, "%s%s=\"%.64s\" is invalid: it accepts %s", where, vars[i].name, value,
+				vars[i].accepts);
+	return 0;
 }
 
 int ods_config_parse(struct ods_config *cfg, const char *name, const char *value)
 {
-	int i = var_index(name);
-	if (i < 0)
-		return ods_fail(OPENDS_DRIVER_INVALID_PROPS, "%s is not a configuration variable", name);
-	if (!value || !*value)
-		return 0; /* empty = unset */
-	if (!vars[i].parse(cfg, value))
-		return ods_fail(OPENDS_DRIVER_INVALID_PROPS, "%s=\"%.64s\" is invalid: it accepts %s", name, value,
-				vars[i].accepts);
-	return 0;
+	int i = -1, rc = lookup(name, OPENDS_DRIVER_INVALID_PROPS, "", &i);
+	if (rc || !value || !*value) /* empty = unset */
+		return rc;
+	return parse_var(cfg, i, value, OPENDS_DRIVER_INVALID_PROPS, "");
 }
+
+bool ods_parse_u64(const char *s, uint64_t *out)
+{
+	return s && parse_u64(s, out, false);
+}
+
+#define SETTING "opends_driver_open_with: settings[%zu]: "
 
 /* The caller's settings, checked as arguments: each names a variable of
  * the table once, with a non-empty value. pos[i] is the index in settings
@@ -270,25 +291,23 @@ static int check_settings(const opends_setting_t *settings, size_t n, long *pos)
 		return ods_fail(OPENDS_INVALID_VALUE, "opends_driver_open_with: settings is NULL and n is %zu", n);
 	for (size_t k = 0; k < n; k++) {
 		const char *name = settings[k].name, *value = settings[k].value;
+		char where[64];
+		int i = -1, rc;
+		snprintf(where, sizeof(where), SETTING, k);
 		if (!name)
 			return ods_fail(OPENDS_INVALID_VALUE, "opends_driver_open_with: settings[%zu].name is NULL", k);
-		int i = var_index(name);
-		if (i < 0)
-			return ods_fail(OPENDS_INVALID_VALUE,
-					"opends_driver_open_with: settings[%zu]: %.64s is not a configuration variable", k,
-					name);
+		if ((rc = lookup(name, OPENDS_INVALID_VALUE, where, &i)))
+			return rc;
 		if (vars[i].env_only)
 			return ods_fail(OPENDS_INVALID_VALUE,
-					"opends_driver_open_with: settings[%zu]: %s is read from the environment only "
-					"(where the library it names is loaded)",
-					k, name);
+					"%s%s is read from the environment only (where the library it names is loaded)",
+					where, name);
 		if (pos[i] >= 0)
-			return ods_fail(OPENDS_INVALID_VALUE,
-					"opends_driver_open_with: settings[%zu]: %s is given twice (also settings[%ld])", k,
-					name, pos[i]);
+			return ods_fail(OPENDS_INVALID_VALUE, "%s%s is given twice (also settings[%ld])", where, name,
+					pos[i]);
 		if (!value || !*value)
-			return ods_fail(OPENDS_INVALID_VALUE, "opends_driver_open_with: settings[%zu]: %s has %s value", k,
-					name, value ? "an empty" : "a NULL");
+			return ods_fail(OPENDS_INVALID_VALUE, "%s%s has %s value", where, name,
+					value ? "an empty" : "a NULL");
 		pos[i] = (long)k;
 	}
 	return 0;
@@ -299,31 +318,39 @@ int ods_config_load_with(struct ods_config *cfg, const opends_setting_t *setting
 	long pos[NVARS];
 	const char *val[NVARS];
 	opends_setting_source_t src[NVARS];
+	char *keep[NVARS];
 	int rc = check_settings(settings, n, pos);
 	if (rc)
 		return rc;
 	defaults(cfg);
 	for (size_t i = 0; i < NVARS; i++) {
+		char where[64] = "";
 		if (pos[i] >= 0) {
 			val[i] = settings[pos[i]].value;
 			src[i] = OPENDS_SETTING_EXPLICIT;
-			if (!vars[i].parse(cfg, val[i]))
-				return ods_fail(OPENDS_INVALID_VALUE,
-						"opends_driver_open_with: settings[%ld]: %s=\"%.64s\" is invalid: it "
-						"accepts %s",
-						pos[i], vars[i].name, val[i], vars[i].accepts);
-			continue;
+			snprintf(where, sizeof(where), SETTING, (size_t)pos[i]);
+		} else {
+			val[i] = getenv(vars[i].name);
+			src[i] = val[i] && *val[i] ? OPENDS_SETTING_ENVIRONMENT : OPENDS_SETTING_DEFAULT;
 		}
-		val[i] = getenv(vars[i].name);
-		src[i] = val[i] && *val[i] ? OPENDS_SETTING_ENVIRONMENT : OPENDS_SETTING_DEFAULT;
-		if ((rc = ods_config_parse(cfg, vars[i].name, val[i])))
+		if (src[i] != OPENDS_SETTING_DEFAULT &&
+		    (rc = parse_var(cfg, (int)i, val[i],
+				    src[i] == OPENDS_SETTING_EXPLICIT ? OPENDS_INVALID_VALUE : OPENDS_DRIVER_INVALID_PROPS,
+				    where)))
 			return rc;
 	}
+	for (size_t i = 0; i < NVARS; i++)
+		keep[i] = src[i] == OPENDS_SETTING_DEFAULT ? NULL : strdup(val[i]);
+	pthread_mutex_lock(&eff_lock);
 	for (size_t i = 0; i < NVARS; i++) {
-		free(eff_val[i]);
-		eff_val[i] = src[i] == OPENDS_SETTING_DEFAULT ? NULL : strdup(val[i]);
-		eff_src[i] = eff_val[i] ? src[i] : OPENDS_SETTING_DEFAULT;
+		char *old = eff_val[i];
+		eff_val[i] = keep[i];
+		eff_src[i] = keep[i] ? src[i] : OPENDS_SETTING_DEFAULT;
+		keep[i] = old;
 	}
+	pthread_mutex_unlock(&eff_lock);
+	for (size_t i = 0; i < NVARS; i++)
+		free(keep[i]);
 	return 0;
 }
 
@@ -340,17 +367,20 @@ int ods_config_get(const char *name, char *value, size_t len, opends_setting_sou
 	if (!name || !value || !len)
 		return ods_fail(OPENDS_INVALID_VALUE, "opends_driver_get_setting: %s",
 				!name ? "name is NULL" : "value is NULL or len is 0");
-	int i = var_index(name);
-	if (i < 0)
-		return ods_fail(OPENDS_INVALID_VALUE, "opends_driver_get_setting: %.64s is not a configuration variable",
-				name);
+	int i = -1, rc = lookup(name, OPENDS_INVALID_VALUE, "opends_driver_get_setting: ", &i);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&eff_lock);
 	const char *v = eff_val[i] ? eff_val[i] : "";
+	opends_setting_source_t src = eff_src[i];
 	size_t n = strlen(v);
+	if (n < len)
+		memcpy(value, v, n + 1);
+	pthread_mutex_unlock(&eff_lock);
 	if (n >= len)
 		return ods_fail(OPENDS_INVALID_VALUE, "opends_driver_get_setting: %s's value needs %zu bytes, len is %zu",
 				name, n + 1, len);
-	memcpy(value, v, n + 1);
 	if (source)
-		*source = eff_src[i];
+		*source = src;
 	return 0;
 }

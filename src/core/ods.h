@@ -107,6 +107,11 @@ int ods_config_load_with(struct ods_config *cfg, const opends_setting_t *setting
 int ods_config_get(const char *name, char *value, size_t len, opends_setting_source_t *source);
 /* Parse one value; exposed for the fuzzers and tests. */
 int ods_config_parse(struct ods_config *cfg, const char *name, const char *value);
+/* An unsigned decimal as the OPENDS_* variables take it: digits only, no
+ * sign, spaces or leading zeros ("0" itself is fine), no overflow. For
+ * other parsers of numbers from users (URL parameters) so that one rule
+ * holds everywhere. */
+bool ods_parse_u64(const char *s, uint64_t *out);
 
 /* ---- handles ---------------------------------------------------------- */
 
