@@ -65,6 +65,30 @@ def test_ceiling_best_shape_leg_median_and_flags(tmp_path):
     assert "under-measured" in full
 
 
+def test_small_file_sync_legs_read_against_their_own_concurrency(tmp_path):
+    # BENCH.md: ceiling-disk at the leg's concurrency. imagenetish's sync leg
+    # (8 threads, one whole file each) against the pread shapes (tagged
+    # sync); its deep-queue legs, and a large file's sync call, against
+    # every shape.
+    rows = write(tmp_path, [
+        ("imagenetish", "sync", "ceiling-disk", "cold", 1, 1, "1400", 0),
+        ("imagenetish", "batch", "ceiling-disk", "cold", 1, 1, "1600", 0),
+        ("imagenetish", "sync", "opends:uring", "cold", 1, 1, "1330", 0),
+        ("imagenetish", "async", "opends:uring", "cold", 1, 1, "1440", 0),
+        ("filesize8gib", "sync", "ceiling-disk", "cold", 1, 1, "1500", 0),
+        ("filesize8gib", "batch", "ceiling-disk", "cold", 1, 1, "2000", 0),
+        ("filesize8gib", "sync", "opends:uring", "cold", 1, 1, "1900", 0),
+    ])
+    cold = "\n\n".join(report.dataset_tables(rows)).split("hot cache")[0]
+    assert row_of(cold, "imagenetish", "sync")[2:4] == ["1400", "1330"]
+    assert row_of(cold, "imagenetish", "sync")[-1] == "0.95"
+    assert row_of(cold, "imagenetish", "async")[2] == "1600"
+    assert row_of(cold, "filesize8gib", "sync")[2] == "2000"
+    summary = report.summary_table(rows)
+    assert row_of(summary, "imagenetish sync cold")[2:] == ["ceiling-disk 1400", "0.95"]
+    assert row_of(summary, "imagenetish async cold")[2:] == ["ceiling-disk 1600", "0.90"]
+
+
 def test_readme_table_picks_best_backend_of_the_folder(tmp_path):
     rows = write(tmp_path, [
         ("tiktokish", "stream", "ceiling-disk", "cold", 1, 1, "1000", 0),
