@@ -17,6 +17,8 @@
 #ifndef ODS_STREAM_H
 #define ODS_STREAM_H
 
+#include <time.h>
+
 #include "ods.h"
 
 /* What a stream operation was given. The values behind the pointers are
@@ -88,7 +90,7 @@ void ods_dispatch_stop(void);
  * (OPENDS_MAX_PINNED: each buffer the pool makes reserves its bytes until
  * the driver closes); *cls says which class to give it back to. NULL when
  * out of memory, with *over true when it would not fit the budget. */
-#define ODS_STAGE_MAX ((size_t)256 << 20)
+#define ODS_STAGE_MAX ((size_t)1 << 30)
 void *ods_staging_get(size_t n, unsigned *cls, bool *over);
 void ods_staging_put(void *p, unsigned cls);
 void ods_staging_fini(void); /* after every operation ended */
@@ -97,6 +99,48 @@ void ods_staging_fini(void); /* after every operation ended */
 void ods_dispatch_forget(void);
 
 extern const struct ods_stream_engine ods_stream_accel; /* stream_accel.c */
+
+/* OPENDS_STREAM_STATS=1 (test-only, for A/B runs on a GPU machine): where
+ * the accelerator engine's time goes, summed over every operation and
+ * printed to stderr when the driver closes (ods_sstats_print). Off: one
+ * branch per event. */
+enum {
+	SST_ENQ,         /* operations enqueued */
+	SST_ENQ_NS,      /* ... time inside the call, on the caller */
+	SST_PUB_NS,      /* call -> result out (reads done, last gate open) */
+	SST_END_NS,      /* result out -> the dispatcher saw the last copy */
+	SST_SYNC,        /* opends_stream_synchronize calls */
+	SST_SYNC_WAIT_NS, /* ... time waiting for the library's operations */
+	SST_SYNC_SLEEPS, /* ... of which slept (results not out at the call) */
+	SST_SYNC_ACC_NS, /* ... time in the accelerator's sync */
+	SST_ROUNDS,      /* dispatcher polls */
+	SST_VISITS,      /* operations looked at by them */
+	SST_WAKES,       /* futex wakes of the dispatcher by a post or kick */
+	SST_N
+};
+extern bool ods_sstats_on;
+extern atomic_ullong ods_sstats[SST_N];
+static inline uint64_t ods_sst_now(void)
+{
+	if (!ods_sstats_on)
+		return 0;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+static inline void ods_sst_add(int i, uint64_t v)
+{
+	if (ods_sstats_on)
+		atomic_fetch_add_explicit(&ods_sstats[i], v, memory_order_relaxed);
+}
+/* elapsed since t0 (an ods_sst_now), into counter i */
+static inline void ods_sst_since(int i, uint64_t t0)
+{
+	if (ods_sstats_on && t0)
+		ods_sst_add(i, ods_sst_now() - t0);
+}
+void ods_sstats_init(void);  /* reads OPENDS_STREAM_STATS */
+void ods_sstats_print(void); /* and zeroes them */
 
 /* stream_accel_reg.c: the accelerator streams the library made or knows
  * registered, for stream_accel.c's engine (its create/destroy/reg/dereg/

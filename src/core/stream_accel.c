@@ -13,6 +13,7 @@
 #include <limits.h>
 #include <sched.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -27,6 +28,10 @@
 #define BIG_PIECE ((size_t)16 << 20)
 #define BIG_SLOTS 16u
 _Static_assert(SLOTS * PIECE <= ODS_STAGE_MAX && BIG_SLOTS * BIG_PIECE <= ODS_STAGE_MAX, "staging fits a class");
+/* OPENDS_STREAM_BIG=PIECE_MIB,SLOTS (test-only, for A/B runs on a GPU
+ * machine): the large operations' pieces and slots, read at open */
+static size_t big_piece = BIG_PIECE;
+static unsigned big_slots = BIG_SLOTS;
 
 /* Stream writes enqueued and not yet ended: while there are any, no read
  * starts before its stream gets there, so it cannot overtake a write
@@ -100,6 +105,7 @@ struct aop {
 				 the result is out (op_published) */
 	atomic_llong short_at; /* reads: lowest op offset where data ended */
 	atomic_long err;
+	uint64_t t_enq, t_pub; /* OPENDS_STREAM_STATS: the call, the result out */
 	struct piece p[];
 };
 
@@ -207,6 +213,10 @@ static void piece_finish(struct aop *op, struct piece *pc)
 		 * copy left on the stream (the stream's entry stays until
 		 * then, even if the stream is destroyed meanwhile) */
 		op_published(op);
+		if (op->t_enq) {
+			op->t_pub = ods_sst_now();
+			ods_sst_add(SST_PUB_NS, op->t_pub - op->t_enq);
+		}
 		/* without staging, nothing queued after the gate needs op:
 		 * this is the stream's end of it */
 		if (!op->stage)
@@ -462,8 +472,10 @@ static int poll_watch(void)
 		return nparked ? -2 : -1; /* parked ones move after a kick */
 	int moved = 0;
 	bool quiet = true; /* no counter can move before a piece ends (a kick) */
+	ods_sst_add(SST_ROUNDS, 1);
 	for (struct aop **pp = &watch; *pp;) {
 		struct aop *op = *pp;
+		ods_sst_add(SST_VISITS, 1);
 		if (atomic_load(&op->cut)) {
 			quiet = false;
 			if (cut_step(op)) {
@@ -511,6 +523,7 @@ static int poll_watch(void)
 		}
 		if (done == op->n) {
 			*pp = op->wnext;
+			ods_sst_since(SST_END_NS, op->t_pub);
 			op_put(op);
 			continue;
 		}
@@ -682,6 +695,7 @@ static opends_error_t accel_enqueue(const char *fn, const struct ods_sargs *a, o
 	 * not matter (API.md, "Accelerator context — revised"). */
 	/* the plan, from the values now; valid values also say what the
 	 * buffer is, else the accelerator is asked */
+	uint64_t t0 = ods_sst_now();
 	struct ods_io io;
 	size_t size = *a->size;
 	bool valid = ods_io_prepare(&io, a->opcode, a->fh, a->buf, size, *a->file_offset, *a->buf_offset) == 0;
@@ -699,11 +713,12 @@ static opends_error_t accel_enqueue(const char *fn, const struct ods_sargs *a, o
 	bool write = a->opcode == OPENDS_WRITE;
 	if (write)
 		atomic_fetch_add(&awrites, 1); /* op_free takes it back */
-	size_t piece = size >= BIG_OP ? BIG_PIECE : PIECE;
+	bool big = size >= BIG_OP;
+	size_t piece = big ? big_piece : PIECE;
 	size_t n = plan ? (size + piece - 1) / piece : 1;
 	if (n > UINT_MAX / 2 || n > (SIZE_MAX - sizeof(struct aop)) / sizeof(struct piece))
 		plan = false, n = 1; /* beyond any memory: let the general way say so */
-	unsigned slots = piece == BIG_PIECE ? BIG_SLOTS : SLOTS, k = n < slots ? (unsigned)n : slots, cls = 0;
+	unsigned slots = big ? big_slots : SLOTS, k = n < slots ? (unsigned)n : slots, cls = 0;
 	size_t slot = ((size < piece ? size : piece) + ODS_ALIGN - 1) & ~(size_t)(ODS_ALIGN - 1);
 	char *stage = NULL;
 	bool over = false;
@@ -724,6 +739,7 @@ static opends_error_t accel_enqueue(const char *fn, const struct ods_sargs *a, o
 	op->n = (unsigned)n;
 	op->k = k;
 	op->piece = piece;
+	op->t_enq = t0;
 	op->task.run = plan ? op_watch : op_run;
 	pthread_mutex_init(&op->lock, NULL);
 	atomic_init(&op->refs, 2);
@@ -802,6 +818,8 @@ static opends_error_t accel_enqueue(const char *fn, const struct ods_sargs *a, o
 	if (!plan)
 		atomic_store(&op->queued, 1);
 	op_put(op);
+	ods_sst_add(SST_ENQ, 1);
+	ods_sst_since(SST_ENQ_NS, t0);
 	return ods_ok();
 }
 
@@ -810,10 +828,18 @@ static void accel_fini(void)
 	ods_astreams_fini(); /* waits for every operation */
 	ods_dispatch_stop();
 	ods_staging_fini();
+	ods_sstats_print();
 }
 
 static int accel_init(void)
 {
+	ods_sstats_init();
+	big_piece = BIG_PIECE, big_slots = BIG_SLOTS;
+	unsigned mib, k;
+	const char *v = getenv("OPENDS_STREAM_BIG");
+	if (v && sscanf(v, "%u,%u", &mib, &k) == 2 && mib >= 1 && mib <= 256 && k >= 1 &&
+	    (size_t)mib * k <= ODS_STAGE_MAX >> 20)
+		big_piece = (size_t)mib << 20, big_slots = k;
 	return 0; /* the dispatcher starts with the first operation */
 }
 

@@ -202,6 +202,8 @@ bool ods_astream_dereg(opends_stream_t stream)
  * moves, whatever the caller does. */
 opends_error_t ods_astream_sync(opends_stream_t stream)
 {
+	uint64_t t0 = ods_sst_now();
+	ods_sst_add(SST_SYNC, 1);
 	pthread_mutex_lock(&astreams_lock);
 	struct astream *a = astream_find(stream, false);
 	if (a && a->tracked != a->untracked) {
@@ -210,13 +212,18 @@ opends_error_t ods_astream_sync(opends_stream_t stream)
 		 * entry that stays while it has waiters */
 		unsigned long before = a->tracked;
 		a->waiters++;
+		if ((long)(a->untracked - before) < 0)
+			ods_sst_add(SST_SYNC_SLEEPS, 1);
 		while ((long)(a->untracked - before) < 0)
 			pthread_cond_wait(&astreams_done, &astreams_lock);
 		a->waiters--;
 		astream_trim(a);
 	}
 	pthread_mutex_unlock(&astreams_lock);
+	ods_sst_since(SST_SYNC_WAIT_NS, t0);
+	uint64_t t1 = ods_sst_now();
 	int rc = ods_drv.accel->streams->stream_sync(stream);
+	ods_sst_since(SST_SYNC_ACC_NS, t1);
 	return rc ? ods_err(rc, 0) : ods_ok();
 }
 

@@ -12,6 +12,7 @@
  *    busy. Classes are powers of two from 64 KiB to ODS_STAGE_MAX; those
  *    under 4 MiB are cut from 4 MiB blocks (one pinning per block).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -54,6 +55,7 @@ static atomic_bool kick_req; /* a kick since the last poll began */
 
 static void wake(void)
 {
+	ods_sst_add(SST_WAKES, 1);
 	pthread_mutex_lock(&disp.lock);
 	disp.kicked = true;
 	pthread_cond_signal(&disp.cond);
@@ -215,9 +217,38 @@ void ods_counter_wait(void *counter, uint32_t need, atomic_uint *moving, unsigne
 	}
 }
 
+/* -- OPENDS_STREAM_STATS (stream.h) -- */
+
+bool ods_sstats_on;
+atomic_ullong ods_sstats[SST_N];
+
+void ods_sstats_init(void)
+{
+	const char *v = getenv("OPENDS_STREAM_STATS");
+	ods_sstats_on = v && *v && strcmp(v, "0") != 0;
+}
+
+void ods_sstats_print(void)
+{
+	if (!ods_sstats_on)
+		return;
+	unsigned long long v[SST_N];
+	for (int i = 0; i < SST_N; i++)
+		v[i] = atomic_exchange(&ods_sstats[i], 0);
+	double ops = v[SST_ENQ] ? (double)v[SST_ENQ] : 1, syncs = v[SST_SYNC] ? (double)v[SST_SYNC] : 1;
+	fprintf(stderr,
+		"opends stream stats: %llu ops: call %.2f us, call->result %.1f us, result->copied %.1f us; "
+		"%llu syncs: waiting %.2f us (%llu slept), accelerator sync %.2f us; dispatcher: %llu polls, "
+		"%.1f ops each, %llu wakes\n",
+		v[SST_ENQ], (double)v[SST_ENQ_NS] / 1e3 / ops, (double)v[SST_PUB_NS] / 1e3 / ops,
+		(double)v[SST_END_NS] / 1e3 / ops, v[SST_SYNC], (double)v[SST_SYNC_WAIT_NS] / 1e3 / syncs,
+		v[SST_SYNC_SLEEPS], (double)v[SST_SYNC_ACC_NS] / 1e3 / syncs, v[SST_ROUNDS],
+		v[SST_ROUNDS] ? (double)v[SST_VISITS] / (double)v[SST_ROUNDS] : 0.0, v[SST_WAKES]);
+}
+
 /* -- staging -- */
 
-#define NCLASS 13
+#define NCLASS 15
 _Static_assert(((size_t)65536 << (NCLASS - 1)) >= ODS_STAGE_MAX, "a class holds the largest staging");
 /* Buffers of smaller classes are cut from blocks of this size: one
  * pinned allocation (cuMemHostRegister) per block, not per buffer. The

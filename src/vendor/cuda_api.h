@@ -46,7 +46,7 @@
 
 /* Newer entry points: NULL where the driver lacks them; each user checks
  * (ods_cu_missing) before it relies on one. */
-#define ODS_CU_OPTIONAL(X) X(cuCtxCreate) X(cuCtxGetId) X(cuMemGetInfo)
+#define ODS_CU_OPTIONAL(X) X(cuCtxCreate) X(cuCtxGetId) X(cuMemGetInfo) X(cuStreamBatchMemOp)
 
 struct ods_cuda_api {
 #define ODS_CU_MEMBER(f) __typeof__(f) *f;
