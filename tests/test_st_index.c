@@ -59,9 +59,50 @@ static void test_valid(void)
 	CHECK(rc_of("{}", 0) == 0);
 	CHECK(rc_of(" {\"__metadata__\" : null} ", 0) == 0);
 	opends_safetensors_index_free(NULL);
-	EXPECT_SSZ_ND(opends_safetensors_index(VALID, 1, 0, DTYPES, BITS, NULL), -EINVAL);
-	EXPECT_SSZ_ND(opends_safetensors_index(NULL, 1, 0, DTYPES, BITS, &ix), -EINVAL);
-	CHECK(ix == NULL);
+}
+
+/* The library's error convention (a negated OPENDS_* code, the detail
+ * naming the parameter), *out NULL on every failure. */
+static void expect_invalid(int rc, opends_safetensors_index_t *const *ix, const char *names)
+{
+	EXPECT_SSZ(rc, -OPENDS_INVALID_VALUE);
+	CHECK(*ix == NULL);
+	const char *d = opends_last_error_detail();
+	CHECKF(strstr(d, names) != NULL, "detail \"%s\" does not name %s", d, names);
+}
+
+static void test_errors(void)
+{
+	opends_safetensors_index_t *ix = (opends_safetensors_index_t *)(uintptr_t)1;
+	static const uint8_t zero_bits[] = {8, 0, 16, 32, 4};
+	EXPECT_SSZ(opends_safetensors_index(VALID, 1, 0, DTYPES, BITS, NULL), -OPENDS_INVALID_VALUE);
+	CHECKF(strstr(opends_last_error_detail(), "out") != NULL, "%s", opends_last_error_detail());
+	expect_invalid(opends_safetensors_index(NULL, 1, 0, DTYPES, BITS, &ix), &ix, "hdr");
+	ix = (opends_safetensors_index_t *)(uintptr_t)1;
+	expect_invalid(opends_safetensors_index(VALID, 1, 0, NULL, BITS, &ix), &ix, "dtypes");
+	ix = (opends_safetensors_index_t *)(uintptr_t)1;
+	expect_invalid(opends_safetensors_index(VALID, 1, 0, DTYPES, NULL, &ix), &ix, "bits");
+	ix = (opends_safetensors_index_t *)(uintptr_t)1;
+	expect_invalid(opends_safetensors_index(VALID, strlen(VALID), 30, DTYPES, zero_bits, &ix), &ix, "bits[1]");
+	/* 257 names: one more than a uint8_t index can tell apart */
+	static char many[257 * 2 + 1];
+	static uint8_t bits8[257];
+	for (int i = 0; i < 257; i++) {
+		many[2 * i] = 'a';
+		bits8[i] = 8;
+	}
+	ix = (opends_safetensors_index_t *)(uintptr_t)1;
+	expect_invalid(opends_safetensors_index("{}", 2, 0, many, bits8, &ix), &ix, "dtypes");
+	/* 256 are fine */
+	many[2 * 256] = '\0';
+	ix = NULL;
+	CHECK(opends_safetensors_index("{}", 2, 0, many, bits8, &ix) == 0 && ix && ix->n == 0);
+	opends_safetensors_index_free(ix);
+	/* and none: every tensor's dtype is unknown, "{}" still indexes */
+	CHECK(rc_of("{}", 0) == 0);
+	ix = NULL;
+	CHECK(opends_safetensors_index("{}", 2, 0, "", BITS, &ix) == 0 && ix && ix->n == 0);
+	opends_safetensors_index_free(ix);
 }
 
 static void test_left_to_python(void)
@@ -165,6 +206,7 @@ int main(int argc, char **argv)
 	t_args(argc, argv);
 	t_watchdog(120);
 	test_valid();
+	test_errors();
 	test_left_to_python();
 	test_corruptions();
 	test_many();

@@ -57,10 +57,14 @@ typedef struct opends_safetensors_index {
  * '\0' and is never read past len). dtypes: the dtype names, each ending in
  * '\0', the list ending with an empty name ("F16\0F32\0" is two); bits[i]:
  * the bits of one value of the i-th (4 for F4, 16 for BF16). data_len: the
- * bytes of the data region. Needs no open driver; thread-safe.
+ * bytes of the data region. Needs no open driver (an exception to the
+ * OPENDS_DRIVER_NOT_INITIALIZED rule at the top of opends.h); thread-safe.
  * Returns 0 with *out set (free it with opends_safetensors_index_free), 1
- * where the header is not indexed (*out NULL; see above).
- * Errors: -EINVAL (out, hdr, dtypes or bits NULL), -ENOMEM. */
+ * where the header is not indexed (*out NULL; see above), or a negated
+ * OPENDS_* code as the ssize_t calls do, *out NULL (when out is not) and
+ * opends_last_error_detail() naming the parameter.
+ * Errors: -OPENDS_INVALID_VALUE (out, hdr, dtypes or bits NULL; more than
+ * 256 dtype names; a bits[i] of 0), -OPENDS_NOMEM_ERROR. */
 OPENDS_API int opends_safetensors_index(const char *hdr, size_t len, uint64_t data_len, const char *dtypes,
 					const uint8_t *bits, opends_safetensors_index_t **out);
 

@@ -439,14 +439,30 @@ def _views(st, torch, np, buf, tab: Table, by: Dict[str, List[int]]) -> Dict[str
     n = len(tab.names)
     if len(vals) == n and (len(idxs) == 1 or (tab.b_np is not None and n > 1)):
         if len(idxs) > 1:  # the groups' views back in the header's order, in C
-            order = _numpy().argsort(_numpy().concatenate(idxs), kind="stable").tolist()
-            vals = operator.itemgetter(*order)(vals)
+            vals = _in_order(idxs, groups_vs, vals, n)
         return dict(zip(tab.names, vals))
     out: Dict[str, Any] = dict.fromkeys(tab.names)
     at = 0
     for idx in idxs:
         out.update(zip(_names(tab, idx), vals[at : at + len(idx)]))
         at += len(idx)
+    return out
+
+
+def _in_order(idxs, groups_vs, vals, n: int):
+    """The groups' views (vals: group after group) in the header's order.
+    Groups whose indices are evenly spaced (dtypes taking turns, layer
+    after layer) go in by one slice assignment each; any other order by a
+    sort of all the indices."""
+    np = _numpy()
+    out: List[Any] = [None] * n
+    for idx, vs in zip(idxs, groups_vs):
+        step = int(idx[1] - idx[0]) if len(idx) > 1 else 1
+        if step < 1 or (len(idx) > 2 and not (np.diff(idx) == step).all()):
+            order = np.argsort(np.concatenate(idxs), kind="stable").tolist()
+            return operator.itemgetter(*order)(vals)
+        at = int(idx[0])
+        out[at : at + step * (len(idx) - 1) + 1 : step] = vs
     return out
 
 

@@ -16,7 +16,7 @@ Without NumPy, or with a libopends that lacks it, it is not used.
 """
 
 import ctypes
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from ._stfast import Table, _numpy
 
@@ -61,15 +61,20 @@ def _functions():
     return _fns[0]
 
 
-_tables: Dict[int, Any] = {}  # id(dtypes dict) -> (names, b"NAME\0...\0", bits)
+#: (name, bits) pairs of a dtype list -> (names, b"NAME\0...\0", bits):
+#: keyed by the list's contents (a dict's id() is reused once it is freed)
+_tables: Dict[Tuple[Tuple[str, int], ...], Any] = {}
 
 
 def _dtype_table(bits_of: Dict[str, int]):
-    t = _tables.get(id(bits_of))
-    if t is None or t[0] != list(bits_of):
-        names = list(bits_of)
-        t = (names, b"".join(k.encode() + b"\0" for k in names) + b"\0", bytes(bits_of[k] for k in names))
-        _tables[id(bits_of)] = t
+    key = tuple(bits_of.items())
+    t = _tables.get(key)
+    if t is None:
+        names = [k for k, _ in key]
+        t = (names, b"".join(k.encode() + b"\0" for k in names) + b"\0", bytes(b for _, b in key))
+        if len(_tables) >= 16:  # (callers pass one or two lists: never grows)
+            _tables.clear()
+        _tables[key] = t
     return t
 
 
@@ -126,7 +131,12 @@ def table(head: bytes, n: int, data_len: int, bits_of: Dict[str, int]) -> Option
     # the header in place (head stays referenced here): a slice's copy of a
     # big header cost more than the copy (fresh pages)
     at_hdr = ctypes.cast(ctypes.c_char_p(head), ctypes.c_void_p).value + 8
-    if f(at_hdr, n, data_len, names_z, bits, ctypes.byref(ix)) != 0:
+    rc = f(at_hdr, n, data_len, names_z, bits, ctypes.byref(ix))
+    if rc < 0:  # -OPENDS_NOMEM_ERROR (the arguments here are never invalid)
+        from ._lib import Error, last_detail
+
+        raise Error(-rc, last_detail())
+    if rc != 0:
         return None
     try:
         r = ix.contents

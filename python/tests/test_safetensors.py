@@ -434,3 +434,29 @@ def test_list_route_equals_entry_route(tmp_path, checks):
 
     ph = _stfast.last_phases  # the breakdown python/bench_many_tensors.py prints
     assert ph["tensors"] == len(keys) and all(ph[p] >= 0 for p in ("head", "json", "table", "views", "wait"))
+
+
+@pytest.mark.parametrize("order", ["turns", "irregular"])
+def test_groups_back_in_header_order(tmp_path, order):
+    """Several dtypes, every tensor aligned and non-empty: the views are
+    made a dtype at a time and put back in the header's order, by slice
+    assignment where each dtype's tensors are evenly spaced in the header
+    (dtypes taking turns) and by a sort where not. Same names, order,
+    shapes and bytes either way."""
+    torch = pytest.importorskip("torch")
+    dts = ["F16", "U8", "F32", "I64"]
+    rng = np.random.default_rng(7)
+    pick = list(range(400)) if order == "turns" else rng.integers(0, 4, 400).tolist()
+    ts = {}
+    for i, k in enumerate(pick):
+        dt = dts[k % 4]
+        shape = (8 * (i % 5 + 1),) if i % 3 else (2, 4 * (i % 4 + 1))  # (8-byte multiples: all aligned)
+        ts["t.%03d" % i] = (dt, shape, sample(dt, shape, i).tobytes())
+    hdr = write_safetensors(tmp_path / "g.safetensors", ts)
+    got = ost.load_file(str(tmp_path / "g.safetensors"), framework="torch")
+    assert list(got) == list(hdr)
+    assert len({t.untyped_storage().data_ptr() for t in got.values()}) == 1  # none copied: all aligned
+    for k, (dt, shape, raw) in ts.items():
+        t = got[k]
+        assert tuple(t.shape) == shape and t.dtype == ost._torch_dtype(torch, dt), k
+        assert t.reshape(-1).view(torch.uint8).numpy().tobytes() == raw, k

@@ -311,3 +311,44 @@ def test_torch_views_same_in_threads_and_without_the_indexer(tmp_path, monkeypat
     raw = open(p, "rb").read()[8 + len(json.dumps(h).encode()) :]
     for k, e in h.items():
         assert runs[0][k][2] == raw[e["data_offsets"][0] : e["data_offsets"][1]], k
+
+
+def test_errors_in_the_library_convention():
+    """Bad arguments: -OPENDS_INVALID_VALUE (a negated OPENDS_* code, as the
+    ssize_t calls), *out NULL, the detail naming the parameter; the
+    header is never read."""
+    import ctypes
+
+    import opends
+    from opends import _lib
+
+    f, _free = _stindex._functions()
+    hdr = b'{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}'
+    names, names_z, bits = _stindex._dtype_table(ost._BITS)
+    for args, param in (
+        ((None, len(hdr), 1, names_z, bits), "hdr"),
+        ((hdr, len(hdr), 1, None, bits), "dtypes"),
+        ((hdr, len(hdr), 1, names_z, None), "bits"),
+        ((hdr, len(hdr), 1, names_z, bits[:1] + b"\0" + bits[2:]), "bits[1]"),
+    ):
+        ix = ctypes.cast(ctypes.c_void_p(1), ctypes.POINTER(_stindex._Index))
+        at = ctypes.cast(ctypes.c_char_p(args[0]), ctypes.c_void_p).value if args[0] else None
+        rc = f(at, *args[1:], ctypes.byref(ix))
+        assert rc == -opends.OPENDS_INVALID_VALUE, (param, rc)
+        assert not ix, param
+        assert param in _lib.last_detail(), (param, _lib.last_detail())
+    assert -opends.OPENDS_INVALID_VALUE == -5022
+    at = ctypes.cast(ctypes.c_char_p(hdr), ctypes.c_void_p).value
+    assert f(at, len(hdr), 1, names_z, bits, None) == -opends.OPENDS_INVALID_VALUE
+    assert "out" in _lib.last_detail()
+
+
+def test_dtype_table_follows_the_contents():
+    """The dtype list handed to C is made from the dict's contents: a dict
+    changed in place (or another one at a freed one's id) gets its own."""
+    d = {"F16": 16, "U8": 8}
+    assert _stindex._dtype_table(d) == (["F16", "U8"], b"F16\0U8\0\0", bytes([16, 8]))
+    d["F16"] = 32
+    assert _stindex._dtype_table(d) == (["F16", "U8"], b"F16\0U8\0\0", bytes([32, 8]))
+    d["I8"] = 8
+    assert _stindex._dtype_table(d)[1] == b"F16\0U8\0I8\0\0"

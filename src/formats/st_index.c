@@ -16,9 +16,8 @@
  * safetensors' own rules (safetensors/src/tensor.rs) and the Python
  * parser's (python/opends/safetensors.py _parse) are the reference; the
  * differential test is python/tests/test_stindex.py. */
-#include "opends.h"
+#include "../core/ods.h"
 
-#include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,7 +44,7 @@ static int reserve(void **p, size_t *cap, size_t need, size_t elem)
 		c *= 2;
 	void *q = realloc(*p, c * elem);
 	if (!q)
-		return -ENOMEM;
+		return -1;
 	*p = q;
 	*cap = c;
 	return 0;
@@ -558,20 +557,26 @@ int opends_safetensors_index(const char *hdr, size_t len, uint64_t data_len, con
 			     opends_safetensors_index_t **out)
 {
 	if (!out)
-		return -EINVAL;
+		return -ods_fail(OPENDS_INVALID_VALUE, "opends_safetensors_index: out is NULL");
 	*out = NULL;
 	if (!hdr || !dtypes || !bits)
-		return -EINVAL;
+		return -ods_fail(OPENDS_INVALID_VALUE, "opends_safetensors_index: %s is NULL",
+				 !hdr ? "hdr" : !dtypes ? "dtypes" : "bits");
 	struct state st = {.p = {(const unsigned char *)hdr, (const unsigned char *)hdr + len, 0},
 			   .bits = bits,
 			   .data_len = data_len};
-	for (const char *d = dtypes; *d && st.ndtypes < 256; d += st.dt_len[st.ndtypes++] + 1) {
+	for (const char *d = dtypes; *d; d += st.dt_len[st.ndtypes++] + 1) {
+		if (st.ndtypes == 256)
+			return -ods_fail(OPENDS_INVALID_VALUE, "opends_safetensors_index: dtypes lists more than 256 names");
 		st.dt_name[st.ndtypes] = d;
 		st.dt_len[st.ndtypes] = strlen(d);
+		if (!bits[st.ndtypes])
+			return -ods_fail(OPENDS_INVALID_VALUE, "opends_safetensors_index: bits[%d] (of dtype \"%s\") is 0",
+					 st.ndtypes, d);
 	}
 	st.ix = calloc(1, sizeof *st.ix);
 	if (!st.ix)
-		return -ENOMEM;
+		return -ods_fail(OPENDS_NOMEM_ERROR, "opends_safetensors_index: out of memory for the index");
 	/* sized for a writer's entries (~80 bytes each) at once: no copies as
 	 * the arrays grow */
 	int bad = grow(&st, len / 64 + 1) || header(&st);
@@ -581,7 +586,10 @@ int opends_safetensors_index(const char *hdr, size_t len, uint64_t data_len, con
 	st.ix->names_len = st.names.len;
 	if (st.p.oom || bad) {
 		opends_safetensors_index_free(st.ix);
-		return st.p.oom ? -ENOMEM : NOT_INDEXED;
+		if (st.p.oom)
+			return -ods_fail(OPENDS_NOMEM_ERROR, "opends_safetensors_index: out of memory for a header of %zu bytes",
+					 len);
+		return NOT_INDEXED;
 	}
 	*out = st.ix;
 	return 0;
