@@ -22,8 +22,11 @@
 #include "common.h"
 
 #include <stdatomic.h>
+#include <sys/syscall.h>
 
 extern atomic_ulong ods_uring_submits;
+/* this thread's cachestat and fstat calls (uring_cache.c, registry.c) */
+extern _Thread_local unsigned long ods_uring_cachestats, ods_size_lookups;
 
 #define SLACK 4096
 
@@ -78,6 +81,8 @@ int main(int argc, char **argv)
 	if (probe >= 0)
 		close(probe);
 	t_driver_open();
+	/* cachestat(2) is Linux 6.5: without it nothing is asked */
+	bool has_cachestat = syscall(451, -1, NULL, NULL, 0) < 0 && errno != ENOSYS;
 
 	unsigned long engine = 0, engine_big = 0;
 	for (size_t i = 0; i < 2 * nsizes; i++) {
@@ -117,12 +122,30 @@ int main(int argc, char **argv)
 			if (small)
 				*(direct ? &ignored : &engine) += submits() - s0;
 		}
-		/* hot, asked for twice the file: stays on the caller */
+		/* hot (read through the page cache first: the direct reads
+		 * above left it empty), asked for twice the file: stays on the
+		 * caller */
+		CHECK(t_pread_all(fd, mem, fsize, 0) == fsize);
 		read_check(fh, mem, oracle, fsize, 0, fsize, 0, "warm-up");
 		s0 = submits();
+		unsigned long c0 = ods_uring_cachestats, l0 = ods_size_lookups;
 		read_check(fh, mem, oracle, fsize, 0, 2 * fsize, 0, "hot past EOF");
 		if (2 * fsize <= ((size_t)1 << 20))
 			*(direct ? &ignored : &engine) += submits() - s0;
+		/* one question to the page cache (the size at registration
+		 * bounds it) and no fstat: what a buffered handle's hot read
+		 * costs beyond its pread, a buffer larger than the file or not */
+		if (!direct && fsize >= 16384 && 2 * fsize <= ((size_t)1 << 20) && has_cachestat)
+			CHECKF(ods_uring_cachestats - c0 == 1 && ods_size_lookups - l0 == 0,
+			       "file of %zu, hot, read past EOF: %lu cachestat and %lu fstat calls, want 1 and 0", fsize,
+			       ods_uring_cachestats - c0, ods_size_lookups - l0);
+		c0 = ods_uring_cachestats;
+		l0 = ods_size_lookups;
+		read_check(fh, mem, oracle, fsize, 0, fsize, 0, "hot whole");
+		if (!direct && fsize >= 16384 && fsize <= ((size_t)1 << 20) && has_cachestat)
+			CHECKF(ods_uring_cachestats - c0 == 1 && ods_size_lookups - l0 == 0,
+			       "file of %zu, hot, read whole: %lu cachestat and %lu fstat calls, want 1 and 0", fsize,
+			       ods_uring_cachestats - c0, ods_size_lookups - l0);
 		OK(opends_handle_deregister(fh));
 		if (direct)
 			close(hfd);

@@ -124,6 +124,9 @@ struct ods_handle {
 	dev_t dev;       /* the file's device and inode: locks by file */
 	ino_t ino;
 	off_t blk_size;  /* block device: its size in bytes */
+	off_t size_hint; /* a regular file's size at registration (fstat), 0 if
+			    none: a hint for choosing a path (is a range
+			    cached?), never for which bytes a read returns */
 	pthread_mutex_t twin_lock;
 	int twin_fd;     /* the same file opened the other way (direct <->
 			    buffered), same access mode; -1 not yet, -2 failed */
@@ -146,6 +149,9 @@ int ods_handle_fd_buffered(struct ods_handle *h);
 /* The size of the file (now) or block device behind h, -1 if unknown
  * (also for a regular file of size 0: /proc and the like have content). */
 off_t ods_handle_size(const struct ods_handle *h);
+/* fstat calls ods_handle_size made on this thread (tests count the
+ * system calls of a path) */
+extern _Thread_local unsigned long ods_size_lookups;
 /* How many of the size bytes at off are known to lie inside the file now
  * (none when its size is unknown). */
 size_t ods_handle_valid(const struct ods_handle *h, off_t off, size_t size);
@@ -421,6 +427,20 @@ void ods_pinned_forget(void); /* the child of fork: no engine, nothing reserved 
  * negated error. The ref backend is this alone; others use it for what
  * their fast path does not take. */
 ssize_t ods_posix_rw(struct ods_io *io);
+/* A host bounce lent to the POSIX path's staging (uring's pooled pinned
+ * one, which the accelerator copies from fast, where ods_posix_rw
+ * allocates per call): b aligned to ODS_ALIGN, size a multiple of it.
+ * Reads go O_DIRECT through dfd (-1: none) in whole blocks while the
+ * file's size fsize (at the call; -1: unknown) is known. */
+struct ods_bounce {
+	char *b;
+	size_t size;
+	int dfd;
+	off_t fsize;
+};
+/* ods_posix_rw's staging through lend (NULL: as ods_posix_rw); device
+ * memory, or host memory for reads */
+ssize_t ods_posix_staged(struct ods_io *io, const struct ods_bounce *lend);
 /* accel->copy_to_device of n bytes to dst, device memory of io's device
  * (io->dev, from the request's classify: the layer need not look dst up
  * again where it has copy_to_device_on) */

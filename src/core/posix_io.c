@@ -225,20 +225,76 @@ int ods_io_to_device(const struct ods_io *io, void *dst, const void *src, size_t
 	return a->copy_to_device_on ? a->copy_to_device_on(io->dev, dst, src, n) : a->copy_to_device(dst, src, n);
 }
 
-/* Accelerator memory: stage each piece through an aligned host buffer
- * with the accelerator's synchronous copies. Simple and slow on purpose:
- * the fast staging pipeline is uring's. */
-static ssize_t staged_rw(struct ods_io *io)
+/* Read [pos, pos + n) of the file, clamped at fsize (its size at the
+ * call), into the aligned bounce b: the blocks that cover it O_DIRECT
+ * through dfd, in one pread where the kernel takes it whole. Unlike the
+ * caller's memory (host_rw), a bounce may take the bytes a direct read of
+ * the block holding EOF returns past it, so a small file read whole is one
+ * direct read (the shape of the disk ceiling: threads x pread O_DIRECT)
+ * rather than a direct middle and a buffered tail. The kernel writes dirty
+ * cached pages of the range back before a direct read, so the bytes are
+ * the file's; what a direct read does not return (the file shrank since
+ * fsize, or a file system that returns short counts) is read again through
+ * the buffered path, which stops where the file now ends. The bytes land
+ * at b + (pos - ods_align_down(pos)); returns their count, -errno, or
+ * -EINVAL with nothing read where dfd refuses O_DIRECT here. b holds at
+ * least n + 2 * ODS_ALIGN bytes. */
+static ssize_t blocks_read(struct ods_io *io, int dfd, char *b, off_t pos, size_t n, off_t fsize)
+{
+	off_t end = pos + (off_t)n < fsize ? pos + (off_t)n : fsize;
+	if (end <= pos)
+		return 0;
+	off_t a0 = ods_align_down(pos);
+	size_t lead = (size_t)(pos - a0);
+	size_t want = ((size_t)(end - a0) + ODS_ALIGN - 1) & ~((size_t)ODS_ALIGN - 1);
+	size_t done = 0;
+	while (done < want) {
+		size_t k = want - done < DIRECT_MAX ? want - done : DIRECT_MAX;
+		ssize_t r = pread(dfd, b + done, k, a0 + (off_t)done);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno; /* (-EINVAL at the first read: O_DIRECT refused) */
+		done += (size_t)r;
+		if (r == 0 || (size_t)r < k)
+			break; /* EOF, or a short count: the buffered path tells */
+	}
+	if (a0 + (off_t)done < end) {
+		ssize_t r = buffered_rw(io, b + done, (size_t)(end - a0) - done, a0 + (off_t)done);
+		if (r < 0)
+			return r;
+		done += (size_t)r;
+	}
+	size_t got = done > lead ? done - lead : 0;
+	return (ssize_t)(got < (size_t)(end - pos) ? got : (size_t)(end - pos));
+}
+
+/* Accelerator memory (or a lent bounce's host reads): stage each piece
+ * through an aligned host buffer with the accelerator's synchronous
+ * copies. Simple and slow on purpose: the fast staging pipeline is
+ * uring's. Reads with an O_DIRECT fd and a known file size go in whole
+ * blocks (blocks_read); the rest through host_rw. */
+ssize_t ods_posix_staged(struct ods_io *io, const struct ods_bounce *lend)
 {
 	const struct ods_accel *accel = ods_drv.accel;
-	/* small requests get a small bounce: a 4 MiB allocation per 4 KiB
-	 * read would cost more than the read */
-	size_t piece = BOUNCE * 4;
-	if (io->size + 2 * ODS_ALIGN < piece)
-		piece = io->size + 2 * ODS_ALIGN;
-	char *b = ods_aligned_alloc(piece);
-	if (!b)
-		return -ENOMEM;
+	struct ods_handle *h = io->fh;
+	bool rd = io->opcode == OPENDS_READ;
+	int dfd = lend ? lend->dfd : h->direct ? h->fd : -1;
+	off_t fsize = !rd || dfd < 0 ? -1 : lend ? lend->fsize : ods_handle_size(h);
+	size_t piece;
+	char *b;
+	if (lend) {
+		b = lend->b;
+		piece = lend->size - 2 * ODS_ALIGN;
+	} else {
+		/* small requests get a small bounce: a 4 MiB allocation per
+		 * 4 KiB read would cost more than the read */
+		piece = BOUNCE * 4;
+		if (io->size < piece)
+			piece = io->size;
+		if (!(b = ods_aligned_alloc(piece + 2 * ODS_ALIGN)))
+			return -ENOMEM;
+	}
 	ssize_t ret = 0;
 	size_t done = 0;
 	while (done < io->size) {
@@ -246,10 +302,21 @@ static ssize_t staged_rw(struct ods_io *io)
 		off_t pos = io->off + (off_t)done;
 		ssize_t r;
 		int rc = 0;
-		if (io->opcode == OPENDS_READ) {
-			r = host_rw(io, b, n, pos);
-			if (r > 0)
-				rc = ods_io_to_device(io, io->buf + done, b, (size_t)r);
+		if (rd) {
+			char *src = b;
+			r = fsize >= 0 ? blocks_read(io, dfd, b, pos, n, fsize) : host_rw(io, b, n, pos);
+			if (r == -EINVAL && fsize >= 0) {
+				fsize = -1; /* O_DIRECT refused here (nothing of the
+					       caller's memory written): the rest
+					       through host_rw */
+				continue;
+			}
+			if (fsize >= 0)
+				src = b + (pos - ods_align_down(pos));
+			if (r > 0 && io->mem == ODS_MEM_HOST)
+				memcpy(io->buf + done, src, (size_t)r);
+			else if (r > 0)
+				rc = ods_io_to_device(io, io->buf + done, src, (size_t)r);
 		} else {
 			rc = accel->copy_to_host(b, io->buf + done, n);
 			r = rc ? 0 : host_rw(io, b, n, pos);
@@ -266,13 +333,14 @@ static ssize_t staged_rw(struct ods_io *io)
 		if ((size_t)r < n)
 			break; /* EOF */
 	}
-	free(b);
+	if (!lend)
+		free(b);
 	return ret < 0 ? ret : (ssize_t)done;
 }
 
 ssize_t ods_posix_rw(struct ods_io *io)
 {
 	if (io->mem == ODS_MEM_DEVICE)
-		return staged_rw(io);
+		return ods_posix_staged(io, NULL);
 	return host_rw(io, io->buf, io->size, io->off);
 }

@@ -140,6 +140,7 @@ OPENDS_API opends_error_t opends_handle_register(opends_handle_t *fh, int fd)
 	h->blockdev = S_ISBLK(st.st_mode);
 	h->dev = st.st_dev;
 	h->ino = st.st_ino;
+	h->size_hint = S_ISREG(st.st_mode) ? st.st_size : 0;
 	h->twin_fd = -1;
 	pthread_mutex_init(&h->twin_lock, NULL);
 	if (h->blockdev) {
@@ -237,6 +238,8 @@ int ods_handle_fd_buffered(struct ods_handle *h)
 	return h->direct ? twin(h) : h->fd;
 }
 
+_Thread_local unsigned long ods_size_lookups;
+
 off_t ods_handle_size(const struct ods_handle *h)
 {
 	struct stat st;
@@ -244,6 +247,7 @@ off_t ods_handle_size(const struct ods_handle *h)
 		return h->src_size;
 	if (h->blockdev)
 		return h->blk_size > 0 ? h->blk_size : -1;
+	ods_size_lookups++;
 	if (fstat(h->fd, &st) != 0)
 		return -1;
 	/* A regular file of size 0 may have content its file system does not

@@ -578,7 +578,8 @@ static void fds_init(struct ods_stage_req *r)
 {
 	struct ods_io *io = r->io;
 	struct ods_handle *h = io->fh;
-	r->fsize = ods_handle_size(h);
+	off_t known = ods_uring_known_size(io);
+	r->fsize = known != -2 ? known : ods_handle_size(h);
 	r->mv[0] = (uint64_t)(int64_t)ods_handle_fd_direct(h);
 	r->mv[1] = (uint64_t)(int64_t)ods_handle_fd_buffered(h);
 	r->mv[2] = io->mem == ODS_MEM_HOST && r->fsize >= 0 &&
@@ -606,6 +607,8 @@ static int req_init(struct ods_stage_req *r)
 		 * is never all cached). Per small hot file that saves an open,
 		 * a close and a stat (issue 17, third lead). Huge requests take
 		 * the path below, which clamps them to the file's size. */
+		if (!h->direct && ods_uring_known_size(io) != -2)
+			return cold_init(r); /* the inline path found it cold (and the size) */
 		if (!h->direct && r->end - ods_align_down(io->off) <= (off_t)ur.chunk &&
 		    r->end <= INT64_MAX - (off_t)ur.chunk) {
 			/* one chunk: the worker that reads it asks (decide), not

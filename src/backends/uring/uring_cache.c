@@ -34,6 +34,8 @@ struct ods_cachestat {
 	uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
 };
 
+_Thread_local unsigned long ods_uring_cachestats;
+
 /* Every page of [c0, c1) that exists in the file (of fsize bytes; -1:
  * unknown, then every page of the range counts) is in the page cache. */
 bool ods_uring_cached(int fd, off_t c0, off_t c1, off_t fsize)
@@ -49,6 +51,7 @@ bool ods_uring_cached(int fd, off_t c0, off_t c1, off_t fsize)
 		return true; /* nothing to read: the buffered read returns 0 at once */
 	struct ods_cachestat_range rg = { (uint64_t)p0, (uint64_t)(p1 - p0) };
 	struct ods_cachestat cs;
+	ods_uring_cachestats++;
 	if (syscall(__NR_cachestat, fd, &rg, &cs, 0) != 0) {
 		if (errno == ENOSYS)
 			atomic_store_explicit(&cs_state.missing, true, memory_order_relaxed);

@@ -87,7 +87,8 @@ void ods_uring_bounces_init(const struct ods_accel *accel, size_t chunk)
 {
 	bp.chunk = chunk;
 	size_t n = inline_max();
-	bp.size = n > ((size_t)16 << 20) ? 0 : (n + 4095) & ~(size_t)4095; /* no pool for huge limits */
+	/* (room for the partial blocks at both ends: inline_staged) */
+	bp.size = n > ((size_t)16 << 20) ? 0 : ((n + 4095) & ~(size_t)4095) + 2 * ODS_ALIGN; /* no pool for huge limits */
 	bp.mem = accel->mem;
 	/* (a fork child opens afresh: another thread of the parent may have
 	 * held the lock at the fork) */
@@ -128,81 +129,40 @@ static ssize_t inline_pread(struct ods_io *io, int fd)
 	return n;
 }
 
-/* A cold read that reaches the end of the file (a small file read whole),
+/* The POSIX path's staging (ods_posix_staged) through a pooled bounce:
+ * a cold read that reaches the end of the file (a small file read whole),
  * or any uncached read of an O_DIRECT handle into device memory, on the
- * caller's thread: the covering blocks O_DIRECT into a bounce, as
- * the engine's worker would read them, without its two hand-offs (to the
+ * caller's thread, its blocks O_DIRECT through dfd in one read as the
+ * engine's worker would read them, without its two hand-offs (to the
  * worker and back: a futex wake-up and 2 context switches per file) and
- * its second cachestat and fstat. The shape of the disk ceiling
- * (threads x pread O_DIRECT). Only reads that end at EOF: nothing follows
- * them to read ahead, where a cold piece of a longer file on a buffered
- * handle keeps the engine and its read-ahead (stage_ra.c). fsize: the file's size at the call.
- * The kernel writes dirty cached pages of the range back before a direct
- * read, so the bytes are the file's; bytes a direct read does not return
- * (the file shrank since, or a file system that returns short counts) are
- * read again buffered, as the POSIX path refills. ODS_NOT_INLINE where no
- * O_DIRECT fd can be had or the file system refuses it (the engine falls
- * back by itself). */
-static ssize_t inline_direct(struct ods_io *io, off_t fsize)
+ * its second cachestat and fstat. fs: the file's size at the call (-1:
+ * unknown, then the POSIX path's own split). */
+static ssize_t inline_staged(struct ods_io *io, int dfd, off_t fs)
 {
-	struct ods_handle *h = io->fh;
-	off_t end = io->off + (off_t)io->size;
-	if (end > fsize)
-		end = fsize;
-	off_t a0 = ods_align_down(io->off);
-	if (end <= io->off || fsize > INT64_MAX - (off_t)ODS_ALIGN)
-		return ODS_NOT_INLINE;
-	size_t lead = (size_t)(io->off - a0);
-	size_t want = ((size_t)(end - a0) + ODS_ALIGN - 1) & ~((size_t)ODS_ALIGN - 1);
-	if (want > bp.size)
-		return ODS_NOT_INLINE;
-	int dfd = ods_handle_fd_direct(h);
-	if (dfd < 0)
-		return ODS_NOT_INLINE;
+	size_t n = io->size + 2 * ODS_ALIGN; /* blocks_read's room for the partial blocks */
 	bool pooled;
-	char *b = bounce_get(want, &pooled);
+	char *b = bounce_get(n, &pooled);
 	if (!b)
 		return -ENOMEM;
-	size_t done = 0;
-	ssize_t ret = 0;
-	while (done < want) {
-		ssize_t r = pread(dfd, b + done, want - done, a0 + (off_t)done);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			ret = done == 0 && errno == EINVAL ? ODS_NOT_INLINE : -errno;
-			break;
-		}
-		done += (size_t)r;
-		if (r == 0 || (size_t)r % ODS_ALIGN)
-			break; /* EOF */
-	}
-	if (ret == 0 && a0 + (off_t)done < end) {
-		/* short of the size the file had: read the rest buffered,
-		 * which stops where the file now ends (where there is no
-		 * buffered fd, the POSIX path does it all: nothing of the
-		 * caller's memory was written yet) */
-		int bfd = ods_handle_fd_buffered(h);
-		ssize_t r = bfd < 0 ? ODS_NOT_INLINE
-				    : ods_pread_full(bfd, b + done, (size_t)(end - a0) - done, a0 + (off_t)done);
-		if (r < 0)
-			ret = r;
-		else
-			done += (size_t)r;
-	}
-	if (ret == 0) {
-		size_t n = done > lead ? done - lead : 0;
-		if (n > (size_t)(end - io->off))
-			n = (size_t)(end - io->off);
-		int rc = 0;
-		if (n && io->mem == ODS_MEM_HOST)
-			memcpy(io->buf, b + lead, n);
-		else if (n)
-			rc = ods_io_to_device(io, io->buf, b + lead, n);
-		ret = rc ? -rc : (ssize_t)n;
-	}
+	struct ods_bounce lend = { b, pooled ? bp.size : (n + ODS_ALIGN - 1) & ~((size_t)ODS_ALIGN - 1), dfd, fs };
+	ssize_t r = ods_posix_staged(io, &lend);
 	bounce_put(b, pooled);
-	return ret;
+	return r;
+}
+
+/* The engine takes a cold piece of a longer file (its read-ahead); what
+ * the caller found out (cold, and the file's size) goes with it in the
+ * backend's scratch, so the worker asks neither again (req_init). */
+static ssize_t to_engine(struct ods_io *io, off_t fs)
+{
+	io->be_scratch[0] = (uintptr_t)fs + 1;
+	io->be_scratch[1] = (uintptr_t)io; /* (a copy of the io is not told) */
+	return ODS_NOT_INLINE;
+}
+
+off_t ods_uring_known_size(const struct ods_io *io)
+{
+	return io->be_scratch[1] == (uintptr_t)io && io->be_scratch[0] ? (off_t)(io->be_scratch[0] - 1) : -2;
 }
 
 ssize_t ods_uring_inline(struct ods_io *io)
@@ -212,6 +172,15 @@ ssize_t ods_uring_inline(struct ods_io *io)
 	if (io->size > inline_max())
 		return ODS_NOT_INLINE;
 	struct ods_handle *h = io->fh;
+	off_t end = io->off + (off_t)io->size;
+	/* The page cache is asked about the bytes the file had at
+	 * registration: a range past EOF is never all cached (there are no
+	 * pages there), so a buffer larger than the file would otherwise
+	 * need an fstat and a second cachestat to tell hot from cold. The
+	 * size only chooses the path: a buffered read returns the bytes the
+	 * file has now, and a file that changed size since is asked again
+	 * with its size below. */
+	off_t hint = h->size_hint > 0 ? h->size_hint : -1;
 	/* A buffered fd: one pread, no twin opened, no stat; when cached.
 	 * A cold read of a small file through the page cache goes to the
 	 * disk in readahead-sized pieces, one after the other, where the
@@ -222,18 +191,17 @@ ssize_t ods_uring_inline(struct ods_io *io)
 	 * system call); smaller ones, where one buffered read is one trip
 	 * to the disk either way, do not. */
 	if (!h->direct) {
-		off_t end = io->off + (off_t)io->size;
-		if (io->size >= PROBE_MIN && !ods_uring_cached(h->fd, io->off, end, -1) && ods_uring_has_cachestat()) {
-			/* not all cached, or the range runs past EOF (pages
-			 * there are never cached): the file's size tells */
-			off_t fs = ods_handle_size(h);
-			if (fs < 0)
-				return ODS_NOT_INLINE;
-			if (fs < end && ods_uring_cached(h->fd, io->off, end, fs))
-				return inline_pread(io, h->fd); /* hot, asked past EOF */
-			return fs <= end ? inline_direct(io, fs) : ODS_NOT_INLINE;
-		} /* (without cachestat: inline, as before) */
-		return inline_pread(io, h->fd);
+		if (io->size < PROBE_MIN || ods_uring_cached(h->fd, io->off, end, hint) || !ods_uring_has_cachestat())
+			return inline_pread(io, h->fd); /* (without cachestat: inline, as before) */
+		off_t fs = ods_handle_size(h);
+		if (fs < 0)
+			return ODS_NOT_INLINE;
+		if (fs != hint && fs < end && ods_uring_cached(h->fd, io->off, end, fs))
+			return inline_pread(io, h->fd); /* hot; its size changed since registration */
+		if (fs > end)
+			return to_engine(io, fs);
+		int dfd = ods_handle_fd_direct(h);
+		return dfd < 0 ? inline_pread(io, h->fd) : inline_staged(io, dfd, fs);
 	}
 	/* O_DIRECT: a cached range is read buffered through the twin, as a
 	 * worker would; the rest by the POSIX path (O_DIRECT, alignment),
@@ -241,13 +209,9 @@ ssize_t ods_uring_inline(struct ods_io *io)
 	 * stages it through memory allocated per call, which the accelerator
 	 * copies from slowly) */
 	int fd = ods_handle_fd_buffered(h);
-	if (fd >= 0 && ods_uring_cached(fd, io->off, io->off + (off_t)io->size, -1))
+	if (fd >= 0 && ods_uring_cached(fd, io->off, end, hint))
 		return inline_pread(io, fd);
-	if (io->mem == ODS_MEM_DEVICE) {
-		off_t fs = ods_handle_size(h);
-		ssize_t r = fs >= 0 ? inline_direct(io, fs) : ODS_NOT_INLINE;
-		if (r != ODS_NOT_INLINE)
-			return r;
-	}
+	if (io->mem == ODS_MEM_DEVICE)
+		return inline_staged(io, h->fd, ods_handle_size(h));
 	return ods_posix_rw(io);
 }

@@ -26,5 +26,10 @@ extern atomic_ulong ods_uring_submits;
 ssize_t ods_uring_inline(struct ods_io *io);
 void ods_uring_bounces_init(const struct ods_accel *accel, size_t chunk);
 void ods_uring_bounces_fini(void);
+/* The file's size the inline path found at this io's call, handing it to
+ * the engine as cold; -2 where it did not */
+off_t ods_uring_known_size(const struct ods_io *io);
+/* cachestat calls made on this thread (tests count a path's system calls) */
+extern _Thread_local unsigned long ods_uring_cachestats;
 
 #endif
