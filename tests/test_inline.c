@@ -7,7 +7,8 @@
  * aligned and not, inside, across and past the end; handles are buffered
  * and O_DIRECT; the page cache is dropped between rounds so cached and
  * uncached ranges both occur. Then the same with OPENDS_INLINE_MAX=0
- * (never inline) and 64k (the default is the chunk size, 1m).
+ * (never inline) and 64k (the default is the chunk size, 1m), and with
+ * hot device reads in pieces (OPENDS_INLINE_SPLIT=3).
  */
 #include "common.h"
 
@@ -78,6 +79,10 @@ int main(int argc, char **argv)
 	rounds("OPENDS_INLINE_MAX=0", path, oracle);
 	setenv("OPENDS_INLINE_MAX", "64k", 1);
 	rounds("OPENDS_INLINE_MAX=64k", path, oracle);
+	/* hot device reads in pieces, each copied while the next is read */
+	unsetenv("OPENDS_INLINE_MAX");
+	setenv("OPENDS_INLINE_SPLIT", "3", 1);
+	rounds("OPENDS_INLINE_SPLIT=3", path, oracle);
 	free(oracle);
 	t_rm_dir();
 	return 0;

@@ -58,6 +58,11 @@ extern "C" {
  *                       default the chunk size, OPENDS_CHUNK_SIZE; 0:
  *                       never). ref and gds always run
  *                       synchronous calls on the calling thread.
+ *   OPENDS_INLINE_SPLIT 1..16 (default 1): a cached read of at least 64 KiB
+ *                       into device memory on the calling thread (uring)
+ *                       goes in this many pieces, each copied to the
+ *                       device while the next is read; 1: one read, then
+ *                       one copy.
  *   OPENDS_READAHEAD    0 or 1 (default 1): read ahead across sequential
  *                       synchronous reads into device memory (uring; see
  *                       opends_handle_advise for when and the guarantee);

@@ -27,6 +27,13 @@
  * there). */
 #define NBOUNCE 8u /* callers reading inline at once with a pooled bounce; more allocate */
 #define PROBE_MIN ((size_t)16 << 10)
+/* Hot device reads in pieces: the copy of piece k to the device runs
+ * while piece k + 1 is read from the page cache, where a single read and
+ * copy (the plain loop's shape) waits for the whole copy after the whole
+ * read. OPENDS_INLINE_SPLIT=N pieces (1: off), each at least SPLIT_MIN;
+ * needs the accelerator's copy_to_device_begin/copy_end. */
+#define SPLIT_MIN ((size_t)32 << 10)
+#define DEF_SPLIT 1u
 
 static struct {
 	pthread_mutex_t lock;
@@ -35,6 +42,7 @@ static struct {
 	size_t size;  /* bytes of each: the inline limit, rounded to pages */
 	size_t chunk; /* the engine's chunk: the default limit */
 	bool pinned;  /* from accel->mem->pinned_alloc */
+	unsigned split; /* OPENDS_INLINE_SPLIT: pieces of a hot device read */
 	const struct ods_accel_mem *mem;
 } bp = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
@@ -95,6 +103,9 @@ void ods_uring_bounces_init(const struct ods_accel *accel, size_t chunk)
 	bp.lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
 	bp.pinned = bp.mem && bp.mem->pinned_alloc;
 	bp.nfree = bp.nmade = 0;
+	const char *v = getenv("OPENDS_INLINE_SPLIT");
+	unsigned long k = v && *v ? strtoul(v, NULL, 10) : 0;
+	bp.split = k ? (k > 16 ? 16 : (unsigned)k) : DEF_SPLIT;
 }
 
 void ods_uring_bounces_fini(void)
@@ -111,6 +122,51 @@ void ods_uring_bounces_fini(void)
 	bp.nfree = bp.nmade = 0;
 }
 
+
+static size_t split_piece(const struct ods_io *io)
+{
+	const struct ods_accel *a = ods_drv.accel;
+	if (bp.split < 2 || !a->copy_to_device_begin || !a->copy_end || io->size < 2 * SPLIT_MIN)
+		return 0;
+	size_t piece = (io->size / bp.split + 4095) & ~(size_t)4095;
+	return piece < SPLIT_MIN ? SPLIT_MIN : piece;
+}
+
+/* read [io->off, +io->size) through fd into the bounce b, copying each
+ * piece to the device while the next is read */
+static ssize_t pread_pieces(struct ods_io *io, int fd, char *b, size_t piece)
+{
+	const struct ods_accel *a = ods_drv.accel;
+	struct ods_copy_op op;
+	bool pending = false;
+	ssize_t ret = 0;
+	size_t done = 0;
+	while (done < io->size) {
+		size_t n = io->size - done < piece ? io->size - done : piece;
+		ssize_t r = ods_pread_full(fd, b + done, n, io->off + (off_t)done);
+		int rc = pending ? a->copy_end(&op) : 0;
+		pending = false;
+		if (rc || r < 0) {
+			ret = rc ? -rc : r;
+			break;
+		}
+		if (r > 0 && (rc = a->copy_to_device_begin(io->buf + done, b + done, (size_t)r, &op))) {
+			ret = -rc;
+			break;
+		}
+		pending = r > 0;
+		done += (size_t)r;
+		if ((size_t)r < n)
+			break; /* EOF */
+	}
+	if (pending) {
+		int rc = a->copy_end(&op);
+		if (rc && ret >= 0)
+			ret = -rc;
+	}
+	return ret < 0 ? ret : (ssize_t)done;
+}
+
 static ssize_t inline_pread(struct ods_io *io, int fd)
 {
 	if (io->mem == ODS_MEM_HOST)
@@ -119,11 +175,17 @@ static ssize_t inline_pread(struct ods_io *io, int fd)
 	char *b = bounce_get(io->size, &pooled);
 	if (!b)
 		return -ENOMEM;
-	ssize_t n = ods_pread_full(fd, b, io->size, io->off);
-	if (n > 0) {
-		int rc = ods_io_to_device(io, io->buf, b, (size_t)n);
-		if (rc)
-			n = -rc;
+	size_t piece = split_piece(io);
+	ssize_t n;
+	if (piece) {
+		n = pread_pieces(io, fd, b, piece);
+	} else {
+		n = ods_pread_full(fd, b, io->size, io->off);
+		if (n > 0) {
+			int rc = ods_io_to_device(io, io->buf, b, (size_t)n);
+			if (rc)
+				n = -rc;
+		}
 	}
 	bounce_put(b, pooled);
 	return n;
