@@ -75,6 +75,7 @@ static int choose_backend(const struct ods_config *cfg, const struct ods_backend
  * ods_registry_forget) and the child may open its own driver. */
 static void after_fork_child(void)
 {
+	ods_gate_forget(); /* the parent's calls in progress are not here */
 	if (!atomic_load_explicit(&ods_drv.open, memory_order_relaxed))
 		return;
 	atomic_store_explicit(&ods_drv.open, false, memory_order_relaxed);
@@ -108,6 +109,10 @@ OPENDS_API opends_error_t opends_driver_open(void)
 OPENDS_API opends_error_t opends_driver_open_with(const opends_setting_t *settings, size_t n)
 {
 	pthread_once(&atfork_once, atfork_install);
+	if (ods_gate_state() == ODS_GATE_CLOSING)
+		return ods_err(ods_fail(OPENDS_DRIVER_ALREADY_OPEN, "opends_driver_open: the driver is still open: "
+					"opends_driver_close is in progress on another thread"),
+			       0);
 	if (ods_is_open())
 		return ods_err(ods_fail(OPENDS_DRIVER_ALREADY_OPEN, "opends_driver_open: the driver is already open"),
 			       0);
@@ -141,6 +146,7 @@ OPENDS_API opends_error_t opends_driver_open_with(const opends_setting_t *settin
 		goto fail_streams;
 	atomic_store_explicit(&ods_forked, false, memory_order_relaxed);
 	atomic_store_explicit(&ods_drv.open, true, memory_order_release);
+	ods_gate_open();
 	return ods_ok();
 
 fail_streams:
@@ -157,11 +163,40 @@ fail_be:
 	return ods_err(rc, errno);
 }
 
+int ods_enter(struct ods_gate_pass *p, const char *fn)
+{
+	int st = ods_gate_enter(p);
+	if (st == 0)
+		return 0;
+	if (st == ODS_GATE_CLOSING)
+		return ods_fail(OPENDS_DRIVER_NOT_INITIALIZED,
+				"%s: the driver is closing (opends_driver_close is in progress on another thread)", fn);
+	return ods_fail(OPENDS_DRIVER_NOT_INITIALIZED, "%s: the driver is not open", fn);
+}
+
+/* Close from another thread than the calls in progress: it marks the
+ * driver closing (calls that start now are refused with
+ * DRIVER_NOT_INITIALIZED), waits for the calls inside to return (gate.h),
+ * then drains and frees. From inside a call or a callback the library runs
+ * (a source's read, write, release or describe, possibly on a library
+ * thread or a stream's host function) it would wait for itself: it is
+ * refused with INVALID_VALUE and the driver stays open. */
 OPENDS_API opends_error_t opends_driver_close(void)
 {
+	if (ods_gate_busy_here()) /* before "not open": close's own callbacks run after open is cleared */
+		return ods_err(ods_fail(OPENDS_INVALID_VALUE,
+					"opends_driver_close: called from inside an OpenDS call or a callback it runs (a "
+					"source's read, write, release or describe); close waits for those to return: "
+					"close from another thread, after it returned"),
+			       0);
 	if (!ods_is_open())
 		return ods_err(ods_fail(OPENDS_DRIVER_NOT_INITIALIZED, "opends_driver_close: the driver is not open"),
 			       0);
+	if (!ods_gate_begin_close())
+		return ods_err(ods_fail(OPENDS_DRIVER_NOT_INITIALIZED, "opends_driver_close: the driver is closing "
+					"(opends_driver_close is in progress on another thread)"),
+			       0);
+	ods_gate_drain();
 	/* Drain everything that can still complete, then tear down in the
 	 * reverse order of open. */
 	ods_streams_fini();
@@ -181,15 +216,13 @@ OPENDS_API opends_error_t opends_driver_close(void)
 	ods_drv.accel->close();
 	ods_drv.be = NULL;
 	ods_drv.accel = NULL;
+	ods_gate_closed();
 	return ods_ok();
 }
 
 OPENDS_API opends_error_t opends_driver_get_properties(opends_drv_props_t *props)
 {
-	if (!ods_is_open())
-		return ods_err(ods_fail(OPENDS_DRIVER_NOT_INITIALIZED,
-					"opends_driver_get_properties: the driver is not open"),
-			       0);
+	ODS_ENTER("opends_driver_get_properties");
 	if (!props)
 		return ods_err(ods_fail(OPENDS_INVALID_VALUE, "opends_driver_get_properties: props is NULL"), 0);
 	memset(props, 0, sizeof(*props));
@@ -204,10 +237,7 @@ OPENDS_API opends_error_t opends_driver_get_properties(opends_drv_props_t *props
 OPENDS_API opends_error_t opends_driver_get_setting(const char *name, char *value, size_t len,
 						     opends_setting_source_t *source)
 {
-	if (!ods_is_open())
-		return ods_err(ods_fail(OPENDS_DRIVER_NOT_INITIALIZED,
-					"opends_driver_get_setting: the driver is not open"),
-			       0);
+	ODS_ENTER("opends_driver_get_setting");
 	return ods_err(ods_config_get(name, value, len, source), 0);
 }
 
@@ -224,13 +254,16 @@ OPENDS_API opends_error_t opends_get_version(unsigned *major, unsigned *minor, u
 
 OPENDS_API const char *opends_driver_backend(void)
 {
-	return ods_is_open() ? ods_drv.be->name : NULL;
+	/* NULL when not open is its answer, not a failure: no detail */
+	struct ods_gate_pass pass __attribute__((cleanup(ods_gate_leave))) = { NULL };
+	if (ods_gate_enter(&pass))
+		return NULL;
+	return ods_drv.be->name;
 }
 
 OPENDS_API opends_error_t opends_describe(opends_handle_t fh, char *buf, size_t len)
 {
-	if (!ods_is_open())
-		return ods_err(ods_fail(OPENDS_DRIVER_NOT_INITIALIZED, "opends_describe: the driver is not open"), 0);
+	ODS_ENTER("opends_describe");
 	if (!buf || !len)
 		return ods_err(ods_fail(OPENDS_INVALID_VALUE, "opends_describe: buf is NULL or len is 0"), 0);
 	struct ods_handle *h = NULL;

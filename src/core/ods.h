@@ -355,6 +355,23 @@ static inline bool ods_is_open(void)
 	return atomic_load_explicit(&ods_drv.open, memory_order_acquire);
 }
 
+/* ---- calls in progress, against opends_driver_close (gate.h) ----------- */
+
+#include "gate.h"
+/* Take a pass for public call fn: 0, or OPENDS_DRIVER_NOT_INITIALIZED with
+ * the detail set (the driver is not open, or its close is in progress). */
+int ods_enter(struct ods_gate_pass *p, const char *fn);
+/* The first line of every public call that uses the driver's state: takes
+ * a pass, gives it back on every return (cleanup), returns fail when the
+ * driver is not open or closing. opends_driver_close waits for the passes
+ * out before it frees anything. */
+#define ODS_ENTER_OR(fn, fail)                                                                       \
+	struct ods_gate_pass ods_pass_ __attribute__((cleanup(ods_gate_leave))) = { NULL };          \
+	if (ods_enter(&ods_pass_, fn))                                                               \
+	return fail
+#define ODS_ENTER(fn) ODS_ENTER_OR(fn, ods_err(OPENDS_DRIVER_NOT_INITIALIZED, 0))
+#define ODS_ENTER_SSIZE(fn) ODS_ENTER_OR(fn, -(ssize_t)OPENDS_DRIVER_NOT_INITIALIZED)
+
 /* ---- slot tables: objects named by index + generation tokens ---------- */
 
 /* Lookups of user-supplied names (handles, batches, host streams) go through

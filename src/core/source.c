@@ -21,8 +21,7 @@
 
 OPENDS_API opends_error_t opends_handle_register_source(opends_handle_t *fh, const opends_source_desc_t *desc)
 {
-	if (!ods_is_open())
-		return ods_err(ods_fail(OPENDS_DRIVER_NOT_INITIALIZED, FN ": the driver is not open"), 0);
+	ODS_ENTER(FN);
 	if (!fh || !desc)
 		return ods_err(ods_fail(OPENDS_INVALID_VALUE, FN ": %s is NULL", fh ? "desc" : "fh"), 0);
 	if (desc->struct_size < DESC_V1)
@@ -106,8 +105,11 @@ void ods_source_free(struct ods_handle *h)
 	/* requests still running (futures nobody awaited): wait for them */
 	while ((v = atomic_load_explicit(&s->reqs, memory_order_acquire)) != 0)
 		ods_futex_wait(&s->reqs, v);
-	if (s->ops.release)
+	if (s->ops.release) {
+		ods_gate_callback_begin();
 		s->ops.release(s->src);
+		ods_gate_callback_end();
+	}
 	ods_sdom_put(s->dom);
 	free(s);
 	h->src = NULL;
@@ -132,12 +134,16 @@ static void waiter_done(void *token, ssize_t result)
 static ssize_t call_sync(struct ods_source *s, bool rd, char *buf, size_t n, off_t pos)
 {
 	if (s->flags & OPENDS_SOURCE_BLOCKING) {
+		ods_gate_callback_begin();
 		ssize_t r = rd ? s->ops.read(s->src, buf, n, (uint64_t)pos) : s->ops.write(s->src, buf, n, (uint64_t)pos);
+		ods_gate_callback_end();
 		return r >= 0 || r > -OPENDS_ERRNO_MAX ? r : -EIO;
 	}
 	struct waiter w = { 0, 0 };
+	ods_gate_callback_begin();
 	int rc = rd ? s->ops.read_async(s->src, buf, n, (uint64_t)pos, waiter_done, &w)
 		    : s->ops.write_async(s->src, buf, n, (uint64_t)pos, waiter_done, &w);
+	ods_gate_callback_end();
 	if (rc)
 		return rc < 0 && rc > -OPENDS_ERRNO_MAX ? rc : -EIO;
 	unsigned st = 0;
@@ -263,8 +269,11 @@ void ods_source_describe(struct ods_handle *h, char *buf, size_t n)
 {
 	struct ods_source *s = h->src;
 	char own[256] = "";
-	if (s->ops.describe)
+	if (s->ops.describe) {
+		ods_gate_callback_begin();
 		s->ops.describe(s->src, own, sizeof(own));
+		ods_gate_callback_end();
+	}
 	own[sizeof(own) - 1] = '\0';
 	unsigned ops;
 	size_t bytes;

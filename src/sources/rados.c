@@ -466,8 +466,7 @@ OPENDS_API opends_error_t opends_handle_register_rados(opends_handle_t *fh, void
 						       unsigned flags)
 {
 	const char *fn = "opends_handle_register_rados";
-	if (!ods_is_open())
-		return ods_err(ods_fail(OPENDS_DRIVER_NOT_INITIALIZED, "%s: the driver is not open", fn), 0);
+	ODS_ENTER("opends_handle_register_rados");
 	if (!fh || !rados_ioctx || !oid || !*oid)
 		return ods_err(ods_fail(OPENDS_INVALID_VALUE, "%s: %s", fn,
 					!fh ? "fh is NULL" : !rados_ioctx ? "rados_ioctx is NULL" : "oid is NULL or empty"),

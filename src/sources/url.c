@@ -108,9 +108,7 @@ int ods_url_params(const char *q, struct ods_url_param **out, const char *url)
 
 OPENDS_API opends_error_t opends_handle_open_url(opends_handle_t *fh, const char *url, int flags)
 {
-	if (!ods_is_open())
-		return ods_err(ods_fail(OPENDS_DRIVER_NOT_INITIALIZED, "opends_handle_open_url: the driver is not open"),
-			       0);
+	ODS_ENTER("opends_handle_open_url");
 	if (!fh || !url)
 		return ods_err(ods_fail(OPENDS_INVALID_VALUE, "opends_handle_open_url: %s is NULL", fh ? "url" : "fh"),
 			       0);

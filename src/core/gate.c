@@ -1,0 +1,108 @@
+/* Calls in progress, against close: see gate.h. */
+#include <stdatomic.h>
+#include <time.h>
+
+#include "gate.h"
+
+#define SHARDS 32
+
+static atomic_int state = ODS_GATE_CLOSED;
+static struct {
+	_Alignas(64) atomic_long n;
+} inside[SHARDS];
+static atomic_uint next_shard;
+
+/* This thread's shard (-1: not chosen yet), its passes out and the
+ * callbacks it is running. */
+static _Thread_local int my_shard = -1;
+static _Thread_local unsigned my_depth, my_callbacks;
+
+int ods_gate_enter(struct ods_gate_pass *p)
+{
+	if (my_shard < 0)
+		my_shard = (int)(atomic_fetch_add_explicit(&next_shard, 1, memory_order_relaxed) % SHARDS);
+	atomic_long *c = &inside[my_shard].n;
+	atomic_fetch_add(c, 1);
+	if (my_depth == 0) { /* nested calls ride on their outer call's pass */
+		int st = atomic_load(&state);
+		if (st != ODS_GATE_OPEN) {
+			atomic_fetch_sub_explicit(c, 1, memory_order_release);
+			p->count = NULL;
+			return st;
+		}
+	}
+	my_depth++;
+	p->count = c;
+	return 0;
+}
+
+void ods_gate_leave(struct ods_gate_pass *p)
+{
+	if (!p->count)
+		return;
+	my_depth--;
+	atomic_fetch_sub_explicit((atomic_long *)p->count, 1, memory_order_release);
+	p->count = NULL;
+}
+
+void ods_gate_open(void)
+{
+	atomic_store(&state, ODS_GATE_OPEN);
+}
+
+bool ods_gate_begin_close(void)
+{
+	int open = ODS_GATE_OPEN;
+	return atomic_compare_exchange_strong(&state, &open, ODS_GATE_CLOSING);
+}
+
+void ods_gate_drain(void)
+{
+	/* Calls inside finish on their own: those that wait by design (a
+	 * stream synchronize, a batch get_status, a synchronous read) wait for
+	 * I/O the engine still runs, as close itself would. Short sleeps
+	 * first (most calls take microseconds), then 1 ms. */
+	for (unsigned round = 0;; round++) {
+		long n = 0;
+		for (int i = 0; i < SHARDS; i++)
+			n += atomic_load(&inside[i].n);
+		if (n == 0)
+			return;
+		struct timespec ts = { 0, round < 100 ? 20 * 1000 : 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
+void ods_gate_closed(void)
+{
+	atomic_store(&state, ODS_GATE_CLOSED);
+}
+
+int ods_gate_state(void)
+{
+	return atomic_load(&state);
+}
+
+void ods_gate_callback_begin(void)
+{
+	my_callbacks++;
+}
+
+void ods_gate_callback_end(void)
+{
+	my_callbacks--;
+}
+
+bool ods_gate_busy_here(void)
+{
+	return my_depth || my_callbacks;
+}
+
+void ods_gate_forget(void)
+{
+	atomic_store_explicit(&state, ODS_GATE_CLOSED, memory_order_relaxed);
+	for (int i = 0; i < SHARDS; i++)
+		atomic_store_explicit(&inside[i].n, 0, memory_order_relaxed);
+	my_depth = 0;
+	my_callbacks = 0;
+}
