@@ -72,7 +72,7 @@ static void c_bad(void)
 		{ "OPENDS_IO_KWORKERS", "65" },   { "OPENDS_CHUNK_SIZE", "4097" }, { "OPENDS_CHUNK_SIZE", "2g" },
 		{ "OPENDS_MAX_PINNED", "1023k" }, { "OPENDS_INLINE_MAX", "2g" },   { "OPENDS_READAHEAD", "yes" },
 		{ "OPENDS_CPU_MASK", "0xg" },     { "OPENDS_IDLE_SPIN", "-1" },    { "OPENDS_ASSUME_ALIGNED_ONLY", "2" },
-		{ "OPENDS_BACKEND", "nvme" },     { "OPENDS_ACCEL", "rocm" },
+		{ "OPENDS_BACKEND", "nvme" },     { "OPENDS_ACCEL", "rocm" },      { "OPENDS_INLINE_SPLIT", "17" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
 		t_phase = bad[i][0];

@@ -79,6 +79,11 @@ extern "C" {
  *   OPENDS_CUFILE_LIBRARY  path or file name of NVIDIA's libcufile.so.0 (gds).
  *   OPENDS_RADOS_LIBRARY   path or file name of librados.so.2 (rados:// sources).
  * Variables a backend does not use are still validated.
+ * Test and measurement hooks (OPENDS_HOSTDEV_*, OPENDS_STREAM_STATS,
+ * OPENDS_STREAM_BIG, OPENDS_TEST_*; docs/multi-gpu.md,
+ * docs/stream-ordering.md) are not configuration: the part they steer
+ * reads them, they are not validated at every open and
+ * opends_driver_get_setting does not know them.
  *
  * Errors: OPENDS_DRIVER_ALREADY_OPEN (open twice), OPENDS_DRIVER_INVALID_PROPS
  * (bad configuration), OPENDS_PLATFORM_NOT_SUPPORTED (the named backend

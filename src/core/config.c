@@ -153,6 +153,15 @@ static bool p_inline(struct ods_config *c, const char *s)
 	return true;
 }
 
+static bool p_split(struct ods_config *c, const char *s)
+{
+	uint64_t v;
+	if (!in_range(s, 1, 16, &v))
+		return false;
+	c->inline_split = (unsigned)v;
+	return true;
+}
+
 static bool p_mask(struct ods_config *c, const char *s)
 {
 	return parse_u64(s, &c->cpu_mask, true);
@@ -212,6 +221,7 @@ static const struct {
 	  p_chunk },
 	{ "OPENDS_MAX_PINNED", "a size from 1m to 1024g (suffix k, m or g allowed)", p_pinned },
 	{ "OPENDS_INLINE_MAX", "a size from 0 to 1g (suffix k, m or g allowed)", p_inline },
+	{ "OPENDS_INLINE_SPLIT", "an integer from 1 to 16", p_split },
 	{ "OPENDS_READAHEAD", "0 or 1", p_readahead },
 	{ "OPENDS_CPU_MASK", "a hexadecimal CPU mask of at most 64 bits, e.g. 0xf0", p_mask },
 	{ "OPENDS_IDLE_SPIN", "microseconds from 0 to 1000000, or busy", p_spin },

@@ -24,6 +24,7 @@ struct ods_config {
 	size_t max_pinned;    /* staging memory budget in bytes; 0: default (ods_pinned_budget) */
 	bool inline_set;      /* OPENDS_INLINE_MAX was given; else the backend's default */
 	size_t inline_max;    /* synchronous requests up to this run on the caller (0: none) */
+	unsigned inline_split; /* OPENDS_INLINE_SPLIT (uring); 0: unset, the default */
 	bool no_readahead;    /* OPENDS_READAHEAD=0: never read ahead (stage_ra.c) */
 	bool aligned_only;
 };

@@ -153,6 +153,8 @@ static void config(void)
 		{ "OPENDS_CPU_MASK", "0xg" },         { "OPENDS_CPU_MASK", "0x10000000000000000" },
 		{ "OPENDS_IDLE_SPIN", "1000001" },    { "OPENDS_IDLE_SPIN", "spin" },
 		{ "OPENDS_ASSUME_ALIGNED_ONLY", "2" }, { "OPENDS_IO_THREADS", "99999999999999999999" },
+		{ "OPENDS_INLINE_SPLIT", "0" },       { "OPENDS_INLINE_SPLIT", "17" },
+		{ "OPENDS_INLINE_SPLIT", "two" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
 		const char *old = getenv(bad[i][0]);
@@ -180,7 +182,7 @@ static void config(void)
 	/* empty = unset */
 	static const char *const vars[] = { "OPENDS_IO_THREADS", "OPENDS_QUEUE_DEPTH", "OPENDS_CHUNK_SIZE",
 					    "OPENDS_MAX_PINNED", "OPENDS_CPU_MASK", "OPENDS_IDLE_SPIN",
-					    "OPENDS_ASSUME_ALIGNED_ONLY", "OPENDS_READAHEAD" };
+					    "OPENDS_ASSUME_ALIGNED_ONLY", "OPENDS_READAHEAD", "OPENDS_INLINE_SPLIT" };
 	for (size_t i = 0; i < sizeof(vars) / sizeof(*vars); i++)
 		setenv(vars[i], "", 1);
 	C_OK(opends_driver_open());
