@@ -38,9 +38,11 @@ struct ods_sargs {
 static inline ssize_t ods_sargs_read(const struct ods_sargs *a, struct ods_io *io, size_t *size, off_t *foff,
 				     off_t *boff)
 {
-	*size = *a->size;
-	*foff = *a->file_offset;
-	*boff = *a->buf_offset;
+	/* atomic loads: the caller (or its host function) may store them
+	 * while the stream runs */
+	*size = __atomic_load_n(a->size, __ATOMIC_ACQUIRE);
+	*foff = __atomic_load_n(a->file_offset, __ATOMIC_ACQUIRE);
+	*boff = __atomic_load_n(a->buf_offset, __ATOMIC_ACQUIRE);
 	return ods_io_prepare(io, a->opcode, a->fh, a->buf, *size, *foff, *boff);
 }
 

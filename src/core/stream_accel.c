@@ -32,6 +32,9 @@ _Static_assert(SLOTS * PIECE <= ODS_STAGE_MAX && BIG_SLOTS * BIG_PIECE <= ODS_ST
  * machine): the large operations' pieces and slots, read at open */
 static size_t big_piece = BIG_PIECE;
 static unsigned big_slots = BIG_SLOTS;
+/* OPENDS_STREAM_POST_FIRST=0 (test-only, A/B): reads with values taken at
+ * the call start only once their first wait is queued, as before */
+static bool post_first = true;
 
 /* Stream writes enqueued and not yet ended: while there are any, no read
  * starts before its stream gets there, so it cannot overtake a write
@@ -106,6 +109,9 @@ struct aop {
 	atomic_llong short_at; /* reads: lowest op offset where data ended */
 	atomic_long err;
 	uint64_t t_enq, t_pub; /* OPENDS_STREAM_STATS: the call, the result out */
+	bool armed_late;      /* reads started before its first wait was queued */
+	atomic_bool arm;      /* ... that wait is queued, or the last piece ended */
+	bool refused;         /* ... and that wait was refused: no result */
 	struct piece p[];
 };
 
@@ -174,11 +180,48 @@ static void op_wake(struct aop *op)
 	ods_dispatch_kick();
 }
 
+/* Every piece is over and the result can go out: publish it and open the
+ * last gate. Once it is open the stream may copy the last piece and write
+ * the final count, and the dispatcher may then drop the stream's
+ * reference. */
+static void publish(struct aop *op)
+{
+	const struct ods_accel_streams *acc = ods_drv.accel->streams;
+	unsigned n = op->n;
+	ssize_t r;
+	if (op->mirror) {
+		r = op->result;
+	} else if ((r = atomic_load(&op->err)) == 0) {
+		/* a read ends where the file ended; but the bytes a truncation
+		 * took after the call, up to the size planned then, were written
+		 * as zeros (piece_done, piece_start) and count as read, as the
+		 * sync paths count them: nothing past the result is written */
+		long long end = atomic_load(&op->short_at);
+		if (op->a.opcode == OPENDS_READ && end < (long long)op->valid0)
+			end = (long long)op->valid0;
+		r = (long long)op->size0 < end ? (ssize_t)op->size0 : (ssize_t)end;
+	}
+	/* atomic: a caller may look at it while the stream runs */
+	__atomic_store_n(op->a.result, r, __ATOMIC_RELEASE);
+	op->p[n - 1].opened = true;
+	acc->gate_open(op->p[n - 1].gate);
+	/* after the gate: a sync it wakes then finds only the last copy left
+	 * on the stream (the stream's entry stays until then, even if the
+	 * stream is destroyed meanwhile) */
+	op_published(op);
+	if (op->t_enq) {
+		op->t_pub = ods_sst_now();
+		ods_sst_add(SST_PUB_NS, op->t_pub - op->t_enq);
+	}
+	/* without staging, nothing queued after the gate needs op: this is
+	 * the stream's end of it */
+	if (!op->stage)
+		op_put(op);
+}
+
 /* A piece is over. Each opens its gate, except the last piece's, which
- * opens when every piece is over and the result is published. Once the
- * last gate is open the stream may copy the last piece and write the
- * final count, and the dispatcher may then drop the stream's reference;
- * the piece's own reference keeps op until the end of this function. */
+ * opens when every piece is over and the result is published; the
+ * piece's own reference keeps op until the end of this function. */
 static void piece_finish(struct aop *op, struct piece *pc)
 {
 	const struct ods_accel_streams *acc = ods_drv.accel->streams;
@@ -190,38 +233,11 @@ static void piece_finish(struct aop *op, struct piece *pc)
 	bool last = atomic_fetch_add(&op->finished, 1) + 1 == n;
 	if (op->stage)
 		op_wake(op); /* a copy can run now; op is the piece's until op_put */
-	if (last) {
-		ssize_t r;
-		if (op->mirror) {
-			r = op->result;
-		} else if ((r = atomic_load(&op->err)) == 0) {
-			/* a read ends where the file ended; but the bytes a
-			 * truncation took after the call, up to the size planned
-			 * then, were written as zeros (piece_done, piece_start)
-			 * and count as read, as the sync paths count them:
-			 * nothing past the result is written */
-			long long end = atomic_load(&op->short_at);
-			if (op->a.opcode == OPENDS_READ && end < (long long)op->valid0)
-				end = (long long)op->valid0;
-			r = (long long)op->size0 < end ? (ssize_t)op->size0 : (ssize_t)end;
-		}
-		/* atomic: a caller may look at it while the stream runs */
-		__atomic_store_n(op->a.result, r, __ATOMIC_RELEASE);
-		op->p[n - 1].opened = true;
-		acc->gate_open(op->p[n - 1].gate);
-		/* after the gate: a sync it wakes then finds only the last
-		 * copy left on the stream (the stream's entry stays until
-		 * then, even if the stream is destroyed meanwhile) */
-		op_published(op);
-		if (op->t_enq) {
-			op->t_pub = ods_sst_now();
-			ods_sst_add(SST_PUB_NS, op->t_pub - op->t_enq);
-		}
-		/* without staging, nothing queued after the gate needs op:
-		 * this is the stream's end of it */
-		if (!op->stage)
-			op_put(op);
-	}
+	/* reads started before the first wait was queued (post_first): the
+	 * result goes out once that wait is queued too, by whichever of the
+	 * two comes second (a refused call publishes none) */
+	if (last && (!op->armed_late || atomic_exchange(&op->arm, true)))
+		publish(op);
 	ods_dispatch_kick(); /* a copy can run: a counter moves soon */
 	op_put(op);          /* the piece's */
 }
@@ -257,8 +273,10 @@ static void op_begin(struct aop *op)
 	size_t size;
 	off_t foff, boff;
 	ssize_t r;
-	if (op->stage && *op->a.size == op->size0 && *op->a.file_offset == op->io.off &&
-	    *op->a.buf_offset == op->boff0 && ods_handle_lookup(op->a.fh) == op->io.fh) {
+	if (op->stage && __atomic_load_n(op->a.size, __ATOMIC_ACQUIRE) == op->size0 &&
+	    __atomic_load_n(op->a.file_offset, __ATOMIC_ACQUIRE) == op->io.off &&
+	    __atomic_load_n(op->a.buf_offset, __ATOMIC_ACQUIRE) == op->boff0 &&
+	    ods_handle_lookup(op->a.fh) == op->io.fh) {
 		/* the values of the plan, on the same handle: checked at the
 		 * call (op->io), so the accelerator is not asked again what
 		 * the buffer is (a driver call per small operation on the one
@@ -616,6 +634,15 @@ static int queue_body(struct aop *op, void *stream, bool *queued, bool *posted)
 	const struct ods_accel_streams *acc = ods_drv.accel->streams;
 	bool read = op->a.opcode == OPENDS_READ;
 	int rc;
+	if (op->stage && !op->base && post_first) {
+		/* values read at the call: its reads start now, before its
+		 * first wait reaches the stream, which may otherwise get there
+		 * first and find the gate shut (a device polling a shut gate
+		 * holds its hardware queue for tens of microseconds) */
+		op->armed_late = true;
+		op_launch(op);
+		*posted = true;
+	}
 	for (unsigned i = 0; i < op->n; i++) {
 		if (*posted && i >= QWIN) /* piece i - QWIN copied */
 			ods_counter_wait(op->progress, op->base + (i - QWIN) + 1, &op->finished, 200);
@@ -623,13 +650,16 @@ static int queue_body(struct aop *op, void *stream, bool *queued, bool *posted)
 			/* the layer keeps the gate; a piece started at the
 			 * call may still open it */
 			op->p[i].lost = true;
+			op->refused = i == 0 && op->armed_late && !*queued;
 			return rc;
 		}
+		if (i == 0 && op->armed_late && atomic_exchange(&op->arm, true))
+			publish(op); /* its pieces were all over already */
 		*queued = true;
 		op->nq = i + 1;
 		if (!op->stage)
 			continue;
-		if (i == 0) {
+		if (i == 0 && !*posted) {
 			op_launch(op);
 			*posted = true;
 		}
@@ -680,7 +710,8 @@ static void op_cut_posted(struct aop *op, int rc)
 		struct timespec ts = { 0, 50000 };
 		nanosleep(&ts, NULL);
 	}
-	__atomic_store_n(op->a.result, -(ssize_t)rc, __ATOMIC_RELEASE);
+	if (!op->refused) /* nothing of it reached the stream: no result */
+		__atomic_store_n(op->a.result, -(ssize_t)rc, __ATOMIC_RELEASE);
 	op_published(op);
 	atomic_store(&op->cut_ready, true);
 	ods_dispatch_kick();
@@ -835,6 +866,8 @@ static int accel_init(void)
 {
 	ods_sstats_init();
 	big_piece = BIG_PIECE, big_slots = BIG_SLOTS;
+	const char *pf = getenv("OPENDS_STREAM_POST_FIRST");
+	post_first = !(pf && !strcmp(pf, "0"));
 	unsigned mib, k;
 	const char *v = getenv("OPENDS_STREAM_BIG");
 	if (v && sscanf(v, "%u,%u", &mib, &k) == 2 && mib >= 1 && mib <= 256 && k >= 1 &&
