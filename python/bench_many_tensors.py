@@ -18,7 +18,8 @@ Loaders "opends-threads" and "opends-nothreads" make the views of each
 dtype in threads of their own or all in the caller's (opends._stfast.
 VIEW_THREADS = 4 or 0; "opends" decides by the cores it may use),
 "opends-pyparse" parses the header in Python instead of with the C indexer
-(opends._stindex.ENABLED = False).
+(opends._stindex.ENABLED = False), "opends-onepass" with the C indexer in
+one pass (the calling thread on one CPU for it) instead of in parts.
 
 Files are written once into --dir (default $TMPDIR or /tmp) and kept.
 --out writes one CSV row per loader and file (the columns of
@@ -93,7 +94,8 @@ def loaders(names, device, framework):
     # made in threads of their own, or all by the caller; the header parsed
     # in Python (the C indexer off)
     variants = {"opends-parsefirst": ("_stfast", "READ_FIRST", False), "opends-threads": ("_stfast", "VIEW_THREADS", 4),
-                "opends-nothreads": ("_stfast", "VIEW_THREADS", 0), "opends-pyparse": ("_stindex", "ENABLED", False)}
+                "opends-nothreads": ("_stfast", "VIEW_THREADS", 0), "opends-pyparse": ("_stindex", "ENABLED", False),
+                "opends-onepass": ("_stindex", "table", _one_cpu)}
     for label, (mod, attr, value) in variants.items():
         if label in names:
             out[label] = _variant(mod, attr, value, device, framework)
@@ -132,12 +134,30 @@ def loaders(names, device, framework):
     return out
 
 
+def _one_cpu(table):
+    """table (opends._stindex.table) called with this thread on one CPU:
+    the C indexer then parses a big header in one pass, not in parts
+    (st_index.c splits by the CPUs the calling thread may use)."""
+
+    def one_pass(*args):
+        cpus = os.sched_getaffinity(0)
+        os.sched_setaffinity(0, {min(cpus)})
+        try:
+            return table(*args)
+        finally:
+            os.sched_setaffinity(0, cpus)
+
+    return one_pass
+
+
 def _variant(mod, attr, value, device, framework):
     import importlib
 
     from opends.safetensors import load_file
 
     m = importlib.import_module("opends." + mod)
+    if callable(value):  # a wrapper of the module's attribute
+        value = value(getattr(m, attr))
 
     def load(p):
         was = getattr(m, attr)

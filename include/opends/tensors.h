@@ -59,6 +59,10 @@ typedef struct opends_safetensors_index {
  * the bits of one value of the i-th (4 for F4, 16 for BF16). data_len: the
  * bytes of the data region. Needs no open driver (an exception to the
  * OPENDS_DRIVER_NOT_INITIALIZED rule at the top of opends.h); thread-safe.
+ * A header of 512 KiB or more (~7,000 tensors) is parsed in parts by up to
+ * 4 threads (no more than the CPUs the calling thread may run on: one CPU,
+ * one pass), started and joined within the call; the result is the
+ * one-pass parse's, byte for byte (tests/test_st_index_parts.c).
  * Returns 0 with *out set (free it with opends_safetensors_index_free), 1
  * where the header is not indexed (*out NULL; see above), or a negated
  * OPENDS_* code as the ssize_t calls do, *out NULL (when out is not) and
