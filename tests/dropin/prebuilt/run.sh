@@ -1,6 +1,6 @@
 #!/bin/sh
 # Prebuilt cuFile programs on the drop-in (issue 21): build a C and a C++
-# program the way users do - against NVIDIA's cufile.h, linked against
+# program (and cufile_conform.c, the doc's conventions) the way users do - against NVIDIA's cufile.h, linked against
 # NVIDIA's libcufile.so.0 - then run them unchanged on OpenDS's drop-in with
 # the host accelerator. Also checks that the drop-in exports every function
 # NVIDIA's cufile.h declares and NEEDs libstdc++.so.6 (NVIDIA's does, and
@@ -59,6 +59,9 @@ nv_dir=$(dirname "$nv_lib")
 # shellcheck disable=SC2086
 "$CXX" -std=c++17 -Wall -Wextra -O1 $sanflags -I"$nv_inc" -I"$cuda_inc" "$here/cufile_prog.cpp" \
 	-o "$tmp/cufile_prog_cxx" -Wl,--as-needed -L"$nv_dir" -l:libcufile.so.0
+# shellcheck disable=SC2086
+"$CC" -std=c11 -Wall -Wextra -O1 $sanflags -I"$nv_inc" -I"$cuda_inc" "$here/cufile_conform.c" \
+	-o "$tmp/cufile_conform" -L"$nv_dir" -l:libcufile.so.0 -ldl
 echo "built against $nv_lib; the C++ program NEEDs:" \
 	$(readelf -d "$tmp/cufile_prog_cxx" | sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p')
 
@@ -75,6 +78,12 @@ if LD_LIBRARY_PATH=$libpath timeout 120 "$tmp/cufile_prog" "$tmp/data" >"$tmp/c.
 	fi
 else
 	echo "FAIL: the C program on the drop-in:"; cat "$tmp/c.out"; fail=1
+fi
+# the doc's conventions for the calls programs use most (cufile_conform.c)
+if OPENDS_CHUNK_SIZE=2m LD_LIBRARY_PATH=$libpath timeout 120 "$tmp/cufile_conform" "$tmp/data" >"$tmp/conf.out" 2>&1; then
+	grep '^PASS' "$tmp/conf.out"
+else
+	echo "FAIL: cufile_conform on the drop-in:"; cat "$tmp/conf.out"; fail=1
 fi
 if LD_LIBRARY_PATH=$libpath timeout 120 "$tmp/cufile_prog_cxx" "$tmp/data" >"$tmp/cxx.out" 2>&1; then
 	grep '^PASS' "$tmp/cxx.out"
