@@ -19,7 +19,9 @@ dtype in threads of their own or all in the caller's (opends._stfast.
 VIEW_THREADS = 4 or 0; "opends" decides by the cores it may use),
 "opends-pyparse" parses the header in Python instead of with the C indexer
 (opends._stindex.ENABLED = False), "opends-onepass" with the C indexer in
-one pass (the calling thread on one CPU for it) instead of in parts.
+one pass (the calling thread on one CPU for it) instead of in parts,
+"opends-readafterindex" starts the data read once the header is indexed
+(opends._stfast.READ_AFTER_INDEX = True) instead of before.
 
 Files are written once into --dir (default $TMPDIR or /tmp) and kept.
 --out writes one CSV row per loader and file (the columns of
@@ -95,7 +97,8 @@ def loaders(names, device, framework):
     # in Python (the C indexer off)
     variants = {"opends-parsefirst": ("_stfast", "READ_FIRST", False), "opends-threads": ("_stfast", "VIEW_THREADS", 4),
                 "opends-nothreads": ("_stfast", "VIEW_THREADS", 0), "opends-pyparse": ("_stindex", "ENABLED", False),
-                "opends-onepass": ("_stindex", "table", _one_cpu)}
+                "opends-onepass": ("_stindex", "table", _one_cpu),
+                "opends-readafterindex": ("_stfast", "READ_AFTER_INDEX", True)}
     for label, (mod, attr, value) in variants.items():
         if label in names:
             out[label] = _variant(mod, attr, value, device, framework)

@@ -356,7 +356,7 @@ def load_all(st, path: str, devices: List[Any], framework: str, piece_size: int,
         import numpy as np
     bufs = [st._alloc(framework, d, data_len) for d in devices]
     early = READ_FIRST and data_len
-    waiter = _start_read(path, bufs, data_len, 8 + n, piece_size) if early else None
+    waiter = _start_read(path, bufs, data_len, 8 + n, piece_size) if early and not READ_AFTER_INDEX else None
     t1 = clock()
     try:
         tab = None
@@ -376,6 +376,8 @@ def load_all(st, path: str, devices: List[Any], framework: str, piece_size: int,
             data_len = max(tab.ends, default=0)
             bufs = [st._alloc(framework, d, data_len) for d in devices]
             waiter = _start_read(path, bufs, data_len, 8 + n, piece_size) if data_len else None
+        if early and READ_AFTER_INDEX and not url:
+            waiter = _start_read(path, bufs, data_len, 8 + n, piece_size)
         by, odd = groups(tab, st._itemsize)
         if torch is not None:
             for name in tab.kinds if tab.kinds is not None else set(tab.dtypes):  # a dtype this torch lacks fails here
@@ -472,6 +474,12 @@ def _in_order(idxs, groups_vs, vals, n: int):
 #: copies (python/bench_many_tensors.py's loader "opends-parsefirst"
 #: measures both orders on the same machine).
 READ_FIRST = True
+
+#: With READ_FIRST: True starts the read once the header is indexed (before
+#: the views are made) instead of before it is parsed, so that the parse
+#: does not share the CPUs with the read's copies (python/
+#: bench_many_tensors.py's loader "opends-readafterindex" measures it).
+READ_AFTER_INDEX = False
 
 #: Threads that make a big file's views, a dtype each; 0 or 1: the calling
 #: thread makes them all; None (the default): 4 where this process may run

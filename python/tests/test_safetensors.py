@@ -381,7 +381,8 @@ def _mixed_file(tmp_path):
 
 def test_read_after_parse_same_tensors(tmp_path, monkeypatch):
     """READ_FIRST = False (the data read started after the views are made)
-    gives the same tensors, byte for byte, as the default order."""
+    and READ_AFTER_INDEX = True (started once the header is indexed) give
+    the same tensors, byte for byte, as the default order."""
     from opends import _stfast
 
     path, ts, hdr = _mixed_file(tmp_path)
@@ -390,12 +391,17 @@ def test_read_after_parse_same_tensors(tmp_path, monkeypatch):
             pytest.importorskip("torch")
         monkeypatch.setattr(_stfast, "READ_FIRST", False)
         a = ost.load_file(path, framework=fw)
+        monkeypatch.setattr(_stfast, "READ_AFTER_INDEX", True)  # (no effect without READ_FIRST)
+        a2 = ost.load_file(path, framework=fw)
         monkeypatch.setattr(_stfast, "READ_FIRST", True)
+        c = ost.load_file(path, framework=fw)  # the read started once the header is indexed
+        monkeypatch.setattr(_stfast, "READ_AFTER_INDEX", False)
         b = ost.load_file(path, framework=fw)
-        assert list(a) == list(b) == list(hdr)
+        assert list(a) == list(a2) == list(b) == list(c) == list(hdr)
         for k, (dt, shape, raw) in ts.items():
-            x = a[k] if fw == "numpy" else a[k].reshape(-1).view(dtype=__import__("torch").uint8).numpy()
-            assert tuple(a[k].shape) == tuple(b[k].shape) == shape and x.tobytes() == raw, k
+            for got in (a, a2, c):
+                x = got[k] if fw == "numpy" else got[k].reshape(-1).view(dtype=__import__("torch").uint8).numpy()
+                assert tuple(got[k].shape) == tuple(b[k].shape) == shape and x.tobytes() == raw, k
 
 
 def test_list_route_equals_entry_route(tmp_path, checks):
