@@ -19,7 +19,8 @@
  *   extra     with two devices, the extra workers take nothing of one
  *             device's read, and chunks of both once a second device's is
  *             queued while the first workers are busy; none with
- *             OPENDS_IO_THREADS given
+ *             OPENDS_IO_THREADS given, nor for a mover that does not ask
+ *             for them (device_workers false: the sources' engine)
  *   nowake    a read submitted while a worker spins idle wakes no sleeping
  *             worker (the spinner takes it)
  * Usage: test_stage_fair devices|fifo|cancel|many|extra|nowake
@@ -125,6 +126,7 @@ static void gm_wake(void *ctx)
 
 static const struct ods_mover gate_mover = {
 	.name = "gate",
+	.device_workers = true, /* as uring's */
 	.worker_open = stage_test_worker_open,
 	.worker_close = stage_test_worker_close,
 	.req_init = gm_req_init,
@@ -344,7 +346,8 @@ static void case_cancel(void)
  * wait for the first workers' units); once a second device's read is
  * queued, they take its chunks while every unit of the first workers still
  * holds one of the first read's, shared out over the two reads as the first
- * workers are. With the count given, there are none. */
+ * workers are. With the count given, or for a mover that does not ask for
+ * them, there are none. */
 static void case_extra(void)
 {
 	setenv("OPENDS_HOSTDEV_DEVICES", "2", 1);
@@ -352,17 +355,28 @@ static void case_extra(void)
 	static struct ods_config cfg;
 	if (ods_accel_hostdev.open(&cfg, why, sizeof(why)))
 		FAIL("hostdev with two devices: %s", why);
-	for (unsigned given = 0; given <= 1; given++) {
+	/* variant 0: extra workers; 1: OPENDS_IO_THREADS given; 2: a mover
+	 * that does not ask for them (the sources' engine) */
+	static const char *const what[3] = { "two devices", "OPENDS_IO_THREADS given",
+					     "a mover without device_workers" };
+	static struct ods_mover plain;
+	plain = gate_mover;
+	plain.device_workers = false;
+	for (unsigned v = 0; v <= 2; v++) {
+		bool given = v != 0;
 		reset();
-		cfg.io_threads = given ? 2 : 0;
-		struct ods_stage *s = open_engine_cfg(2, &cfg);
+		cfg.io_threads = v == 1 ? 2 : 0;
+		struct ods_stage_params p = { .threads = 2, .depth = 2, .chunk = CHUNK, .spin_us = 0 };
+		struct ods_stage *s;
+		if (ods_stage_open(&s, &p, v == 2 ? &plain : &gate_mover, &cfg, &ods_accel_hostdev))
+			FAIL("ods_stage_open: %s", opends_last_error_detail());
 		struct req a, b;
 		submit(s, &a, 0, 0, LEN, false);
 		wait_held(4, MAXSTART);
 		usleep(50 * 1000); /* time for an extra worker to take one, were it wrong */
 		if (nstarted() != 4)
 			FAIL("%s: %u chunks of one device's read handed out, want 4 (2 workers x 2 units)",
-			     given ? "OPENDS_IO_THREADS given" : "extra workers", nstarted());
+			     what[v], nstarted());
 		for (unsigned i = 0; i < 4; i++)
 			if (g_worker[i] >= 2)
 				FAIL("extra worker %u took chunk %u of one device's read", g_worker[i], i);
@@ -382,15 +396,14 @@ static void case_extra(void)
 		} else {
 			usleep(50 * 1000);
 			if (nstarted() != 4)
-				FAIL("OPENDS_IO_THREADS given: %u chunks handed out with every unit busy, want 4",
-				     nstarted());
+				FAIL("%s: %u chunks handed out with every unit busy, want 4", what[v], nstarted());
 		}
 		finish(&a, (ssize_t)LEN, "read A");
 		finish(&b, (ssize_t)LEN, "read B");
 		ods_stage_close(s);
 		if (nstarted() != 2 * NCHUNK)
 			FAIL("%u chunks handed out, want %u", nstarted(), 2 * NCHUNK);
-		printf("%s: %s\n", given ? "OPENDS_IO_THREADS given" : "two devices",
+		printf("%s: %s\n", what[v],
 		       given ? "no extra workers" : "the extra workers idle for one device, take the second's chunks");
 	}
 }

@@ -150,12 +150,13 @@ struct ods_accel {
 	/* Optional: copy_to_device into memory of dev, the device classify
 	 * gave for dst (no second lookup of dst). NULL: copy_to_device. */
 	int (*copy_to_device_on)(unsigned dev, void *dst, const void *src, size_t n);
-	/* Optional pair: copy_to_device in two halves, so that the calling
-	 * thread can do other work while the copy runs. begin queues it: 0
-	 * (then copy_end must follow, on the same thread, before the thread
-	 * copies anything else) or an OPENDS_* code (nothing to end). end
-	 * waits for it: 0 or an OPENDS_* code. NULL: copy_to_device. */
-	int (*copy_to_device_begin)(void *dst, const void *src, size_t n, struct ods_copy_op *op);
+	/* Optional pair: copy_to_device_on in two halves, so that the calling
+	 * thread can do other work while the copy runs. begin queues it (dev:
+	 * as copy_to_device_on's): 0 (then copy_end must follow, on the same
+	 * thread, before the thread copies anything else) or an OPENDS_* code
+	 * (nothing to end). end waits for it: 0 or an OPENDS_* code. NULL:
+	 * copy_to_device_on. */
+	int (*copy_to_device_begin)(unsigned dev, void *dst, const void *src, size_t n, struct ods_copy_op *op);
 	int (*copy_end)(struct ods_copy_op *op);
 	/* Start a copy of n bytes from device memory of src_dev to device
 	 * memory of dst_dev: GPU to GPU where peer access exists, staged by the

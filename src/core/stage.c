@@ -507,7 +507,7 @@ int ods_stage_open(struct ods_stage **out, const struct ods_stage_params *p, con
 	int rc;
 	struct ods_stage_params fitted = *p;
 	size_t reserved;
-	unsigned nw = p->threads + ods_stage_extra_workers(p, cfg, accel);
+	unsigned nw = p->threads + ods_stage_extra_workers(p, m, cfg, accel);
 	fitted.threads = nw; /* every worker's slots within the budget */
 	if ((rc = ods_stage_fit_budget(&fitted, m, cfg, &reserved)))
 		return rc;

@@ -13,7 +13,8 @@
  *              workers are shared out over the devices (the oldest
  *              request of each), so each device's link stays busy; with
  *              two or more devices (and no OPENDS_IO_THREADS) as many
- *              workers again start, which take chunks only then
+ *              workers again start for a mover that asks for them
+ *              (device_workers), which take chunks only then
  *   units      each worker runs `depth` units; unit i owns slot i (a
  *              `chunk`-byte piece of pinned host memory) and fence i on the
  *              worker's copy lane
@@ -128,6 +129,15 @@ struct ods_stage_unit {
  */
 struct ods_mover {
 	const char *name;
+	/* The backend asks for the extra workers of a machine with two or
+	 * more devices (stage_queue.c ods_stage_extra_workers says when they
+	 * start and what they take): as many workers again, each with its
+	 * slots in the pinned budget, which take chunks only while requests
+	 * for two or more devices are queued. false: exactly p->threads
+	 * workers (the sources' engine: its reads are not bound by one
+	 * device's copies, and twice the workers would hold twice the pinned
+	 * memory for nothing). */
+	bool device_workers;
 	/* Per-worker state, made on the opening thread before the worker
 	 * starts: 0 or an OPENDS_* code with the detail set. */
 	int (*worker_open)(struct ods_stage *s, unsigned idx, void **ctx);

@@ -67,10 +67,11 @@ void ods_stage_req_put(struct ods_stage_req *r);
 void ods_stage_wake_worker(struct ods_stage_worker *w);
 
 /* stage_queue.c */
-/* Workers started beyond p.threads: they take chunks only while requests
- * for two or more devices are queued (stage_queue.c says why). */
-unsigned ods_stage_extra_workers(const struct ods_stage_params *p, const struct ods_config *cfg,
-				 const struct ods_accel *accel);
+/* Workers started beyond p.threads for a mover with device_workers: they
+ * take chunks only while requests for two or more devices are queued
+ * (stage_queue.c says why). */
+unsigned ods_stage_extra_workers(const struct ods_stage_params *p, const struct ods_mover *m,
+				 const struct ods_config *cfg, const struct ods_accel *accel);
 /* w is one of those and may take nothing now */
 bool ods_stage_extra_idle(const struct ods_stage_worker *w);
 /* The next chunk [*c0, *c1) for w, with a reference on its request held;

@@ -78,14 +78,15 @@ static bool declines(const struct ods_stage_worker *w, const struct ods_stage_re
  * sixteen workers instead of eight raised two GPUs (54 -> 59 GB/s at
  * 9761314) but lowered one (43 -> 39). So, where the accelerator has two
  * or more devices and the worker count is the backend's own choice (not
- * OPENDS_IO_THREADS), as many workers again are started, each with its
- * units and slots, and they take chunks only while requests for two or
- * more devices are queued: one device keeps exactly the workers it had,
- * several get twice as many between them. */
-unsigned ods_stage_extra_workers(const struct ods_stage_params *p, const struct ods_config *cfg,
-				 const struct ods_accel *accel)
+ * OPENDS_IO_THREADS), as many workers again are started for a mover that
+ * asks for them (device_workers: uring's, not the sources' engine's), each
+ * with its units and slots, and they take chunks only while requests for
+ * two or more devices are queued: one device keeps exactly the workers it
+ * had, several get twice as many between them. */
+unsigned ods_stage_extra_workers(const struct ods_stage_params *p, const struct ods_mover *m,
+				 const struct ods_config *cfg, const struct ods_accel *accel)
 {
-	if (cfg->io_threads || !accel->device_count || accel->device_count() < 2)
+	if (!m->device_workers || cfg->io_threads || !accel->device_count || accel->device_count() < 2)
 		return 0;
 	return p->threads;
 }

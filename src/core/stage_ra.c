@@ -351,7 +351,7 @@ static int copy_and_start(struct ods_handle *h, struct ra *r, const struct ods_i
 	struct ods_copy_op op;
 	int rc = 0;
 	bool split = n && a->copy_to_device_begin && a->copy_end;
-	if (split && (rc = a->copy_to_device_begin(io->buf, x->buf, n, &op)))
+	if (split && (rc = a->copy_to_device_begin(io->dev, io->buf, x->buf, n, &op)))
 		split = false; /* nothing to end */
 	if (more)
 		while (start(h, r, io->size))
@@ -360,7 +360,7 @@ static int copy_and_start(struct ods_handle *h, struct ra *r, const struct ods_i
 		return a->copy_end(&op);
 	if (rc)
 		return rc;
-	return n ? a->copy_to_device(io->buf, x->buf, n) : 0;
+	return n ? ods_io_to_device(io, io->buf, x->buf, n) : 0;
 }
 
 ssize_t ods_ra_take(struct ods_io *io)

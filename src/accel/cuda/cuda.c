@@ -505,17 +505,17 @@ static int cuda_copy_to_host(void *dst, const void *src, size_t n)
 	return sync_copy(dst, src, n, false);
 }
 
-static int cuda_copy_to_device_begin(void *dst, const void *src, size_t n, struct ods_copy_op *op)
-{
-	return copy_begin(dst, src, n, true, op);
-}
-
 /* dev: the place classify gave for dst; no second lookup of dst */
-static int cuda_copy_to_device_on(unsigned dev, void *dst, const void *src, size_t n)
+static int cuda_copy_to_device_begin(unsigned dev, void *dst, const void *src, size_t n, struct ods_copy_op *op)
 {
 	struct place *p = ods_cu_place(dev);
+	return p ? copy_begin_at(p, dst, src, n, true, op) : copy_begin(dst, src, n, true, op);
+}
+
+static int cuda_copy_to_device_on(unsigned dev, void *dst, const void *src, size_t n)
+{
 	struct ods_copy_op op;
-	int rc = p ? copy_begin_at(p, dst, src, n, true, &op) : copy_begin(dst, src, n, true, &op);
+	int rc = cuda_copy_to_device_begin(dev, dst, src, n, &op);
 	return rc ? rc : copy_wait(&op);
 }
 

@@ -540,8 +540,9 @@ static void hostdev_forget(void)
 
 /* A copy in two halves, recorded at begin and made at end, so the callers'
  * order of work around it (stage_ra.c) runs as on a GPU. */
-static int hostdev_copy_begin(void *dst, const void *src, size_t n, struct ods_copy_op *op)
+static int hostdev_copy_begin(unsigned dev, void *dst, const void *src, size_t n, struct ods_copy_op *op)
 {
+	(void)dev;
 	op->a = dst;
 	op->b = src;
 	op->n = n;

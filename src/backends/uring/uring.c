@@ -642,6 +642,7 @@ static int req_init(struct ods_stage_req *r)
 
 static const struct ods_mover uring_mover = {
 	.name = "uring",
+	.device_workers = true, /* extra workers for two or more GPUs (stage_queue.c) */
 	.worker_open = worker_open,
 	.worker_close = worker_close,
 	.slot_added = slot_added,

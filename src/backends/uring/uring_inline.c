@@ -150,7 +150,7 @@ static ssize_t pread_pieces(struct ods_io *io, int fd, char *b, size_t piece)
 			ret = rc ? -rc : r;
 			break;
 		}
-		if (r > 0 && (rc = a->copy_to_device_begin(io->buf + done, b + done, (size_t)r, &op))) {
+		if (r > 0 && (rc = a->copy_to_device_begin(io->dev, io->buf + done, b + done, (size_t)r, &op))) {
 			ret = -rc;
 			break;
 		}
