@@ -55,7 +55,10 @@ static int props_of(const char *fn, unsigned device, opends_device_props_t *p)
 	memset(p, 0, sizeof(*p));
 	p->numa_node = p->pcie_gen = p->pcie_width = -1;
 	int rc = ods_drv.accel->device_props(device, p);
-	return rc ? ods_fail(rc, "%s: device %u: the %s layer cannot say", fn, device, ods_drv.accel->name) : 0;
+	/* (the driver's result code, if the layer gave one, stays backend_err) */
+	return rc ? ods_fail_backend(rc, ods_backend_err_take(rc), "%s: device %u: the %s layer cannot say", fn, device,
+				     ods_drv.accel->name)
+		  : 0;
 }
 
 OPENDS_API opends_error_t opends_device_get_properties(unsigned device, opends_device_props_t *props)

@@ -8,21 +8,55 @@
 #include "ods.h"
 
 static _Thread_local char detail[256];
+/* The accelerator driver's result code of this thread's last failure
+ * (ods_fail_backend), for the opends_error_t that reports it: taken by
+ * ods_err only for the same code, and cleared by every ods_fail and every
+ * ods_err, so a later failure never shows an older one's code. */
+static _Thread_local struct {
+	int code, backend;
+} last_backend;
 
 atomic_bool ods_forked;
 
-int ods_fail(int code, const char *fmt, ...)
+static int vfail(int code, const char *fmt, va_list ap)
 {
-	va_list ap;
-	va_start(ap, fmt);
 	int n = vsnprintf(detail, sizeof(detail), fmt, ap);
-	va_end(ap);
 	/* "not open" in a forked child is the fork's doing: say what to do */
 	if (code == OPENDS_DRIVER_NOT_INITIALIZED && atomic_load_explicit(&ods_forked, memory_order_relaxed) && n >= 0 &&
 	    (size_t)n < sizeof(detail))
 		snprintf(detail + n, sizeof(detail) - (size_t)n,
 			 " (this process is a child of fork(): call opends_driver_open for a driver of its own)");
 	return code;
+}
+
+int ods_fail(int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vfail(code, fmt, ap);
+	va_end(ap);
+	last_backend.code = 0;
+	last_backend.backend = 0;
+	return code;
+}
+
+int ods_fail_backend(int code, int backend, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vfail(code, fmt, ap);
+	va_end(ap);
+	last_backend.code = code;
+	last_backend.backend = backend;
+	return code;
+}
+
+int ods_backend_err_take(int code)
+{
+	int b = code && last_backend.code == code ? last_backend.backend : 0;
+	last_backend.code = 0;
+	last_backend.backend = 0;
+	return b;
 }
 
 OPENDS_API const char *opends_last_error_detail(void)

@@ -81,12 +81,24 @@ static inline void ods_cpu_relax(void)
 
 /* Record a sentence for opends_last_error_detail() and return code. */
 int ods_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* ods_fail from an accelerator layer, with the driver's result code (a
+ * CUresult): the opends_error_t that reports code on this thread carries
+ * it as backend_err (ods_err below). */
+int ods_fail_backend(int code, int backend, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The result code of this thread's last ods_fail_backend if it failed
+ * with code (else 0); forgets it either way. */
+int ods_backend_err_take(int code);
 /* Set in a child of fork() while the driver was open, until it opens its
  * own: ods_fail then says so in a DRIVER_NOT_INITIALIZED detail. */
 extern atomic_bool ods_forked;
+/* What a public call returns: code, and backend_err (an errno); with
+ * backend_err 0 the accelerator driver's code of the failure, if an
+ * accelerator layer reported code (API.md: backend_err "holds the errno of
+ * a failed system call, or the accelerator driver's result code"). */
 static inline opends_error_t ods_err(int code, int backend_err)
 {
-	opends_error_t e = { (opends_op_error_t)code, backend_err };
+	int b = ods_backend_err_take(code);
+	opends_error_t e = { (opends_op_error_t)code, backend_err ? backend_err : b };
 	return e;
 }
 static inline opends_error_t ods_ok(void)

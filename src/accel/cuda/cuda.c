@@ -29,10 +29,13 @@ struct cuda_state ods_cuda;
 
 int ods_cu_fail(CUresult r, const char *what)
 {
+	/* the CUresult reaches the caller as backend_err */
 	if (r == CUDA_ERROR_CONTEXT_IS_DESTROYED || r == CUDA_ERROR_INVALID_CONTEXT)
-		return ods_fail(OPENDS_CONTEXT_MISMATCH, "cuda: %s failed: the context of the buffer or stream is gone (%s)",
-				what, ods_cu_errstr(r));
-	return ods_fail(OPENDS_DEVICE_DRIVER_ERROR, "cuda: %s failed: %s (CUresult %d)", what, ods_cu_errstr(r), (int)r);
+		return ods_fail_backend(OPENDS_CONTEXT_MISMATCH, (int)r,
+					"cuda: %s failed: the context of the buffer or stream is gone (%s)", what,
+					ods_cu_errstr(r));
+	return ods_fail_backend(OPENDS_DEVICE_DRIVER_ERROR, (int)r, "cuda: %s failed: %s (CUresult %d)", what,
+				ods_cu_errstr(r), (int)r);
 }
 
 int ods_cu_push(struct place *p)
@@ -98,8 +101,11 @@ int ods_cu_place_of_ctx(CUcontext ctx, int ordinal)
 			return (int)i;
 	if (ordinal < 0 || ordinal >= C.ndev) {
 		CUdevice d;
-		if (!ctx || ods_cu.cuCtxPushCurrent(ctx) != CUDA_SUCCESS)
-			return ods_fail(OPENDS_CONTEXT_MISMATCH, "cuda: a context the library cannot use (destroyed?)"), -1;
+		CUresult pr = ctx ? ods_cu.cuCtxPushCurrent(ctx) : CUDA_SUCCESS;
+		if (!ctx || pr != CUDA_SUCCESS)
+			return ods_fail_backend(OPENDS_CONTEXT_MISMATCH, (int)pr,
+						"cuda: a context the library cannot use (destroyed?)"),
+			       -1;
 		CUresult r = ods_cu.cuCtxGetDevice(&d);
 		ods_cu_pop();
 		if (r != CUDA_SUCCESS)

@@ -80,6 +80,10 @@ static unsigned hostdev_n = 1; /* set at open, before any I/O */
  * configuration variable (config.c, README): tests set it. */
 static long fail_after = -1;
 static atomic_ulong pushed_cmds;
+/* The driver result code such a failure reports (backend_err), as CUDA
+ * reports the sticky CUDA_ERROR_LAUNCH_FAILED it stands for
+ * (tests/test_accel_errors.c). */
+#define HOSTDEV_INJECTED_RESULT 719
 /* Test-only (issue 18): OPENDS_HOSTDEV_NO_CALLS=1 at open refuses every
  * host function on a stream (stream_call fails, queues nothing), so a test
  * proves an operation runs without one. */
@@ -334,8 +338,9 @@ static int sim_refused(void *stream)
 static int sim_push(unsigned dev, void *stream, struct cmd cmd)
 {
 	if (fail_after >= 0 && atomic_fetch_add(&pushed_cmds, 1) >= (unsigned long)fail_after)
-		return ods_fail(OPENDS_DEVICE_DRIVER_ERROR, "hostdev: injected stream failure after %ld commands",
-				fail_after);
+		return ods_fail_backend(OPENDS_DEVICE_DRIVER_ERROR, HOSTDEV_INJECTED_RESULT,
+					"hostdev: injected stream failure after %ld commands (result %d)", fail_after,
+					HOSTDEV_INJECTED_RESULT);
 	struct sim_stream *st = sim_find(dev, stream);
 	if (!st)
 		return sim_refused(stream);
