@@ -35,6 +35,9 @@ static unsigned big_slots = BIG_SLOTS;
 /* OPENDS_STREAM_POST_FIRST=0 (test-only, A/B): reads with values taken at
  * the call start only once their first wait is queued, as before */
 static bool post_first = true;
+/* OPENDS_STREAM_IDLE=0 (test-only, A/B): no idle shortcut (no query per
+ * operation; reads on streams not fixed start when the stream gets there) */
+static bool idle_ok = true;
 
 /* Stream writes enqueued and not yet ended: while there are any, no read
  * starts before its stream gets there, so it cannot overtake a write
@@ -794,7 +797,7 @@ static opends_error_t accel_enqueue(const char *fn, const struct ods_sargs *a, o
 	 * stops at the end seen at the call (piece_start), and a file of
 	 * unknown size (a source, /proc) has none, so it would read nothing */
 	bool early = plan && !write && atomic_load(&awrites) == 0 &&
-		     (fixed || (made && sacc->stream_idle && sacc->stream_idle(dev, stream))) &&
+		     (fixed || (made && idle_ok && sacc->stream_idle && sacc->stream_idle(dev, stream))) &&
 		     (valid0 == size || ods_handle_size(io.fh) >= 0);
 	op->base = plan && !early;
 	if (plan) {
@@ -868,6 +871,8 @@ static int accel_init(void)
 	big_piece = BIG_PIECE, big_slots = BIG_SLOTS;
 	const char *pf = getenv("OPENDS_STREAM_POST_FIRST");
 	post_first = !(pf && !strcmp(pf, "0"));
+	const char *io = getenv("OPENDS_STREAM_IDLE");
+	idle_ok = !(io && !strcmp(io, "0"));
 	unsigned mib, k;
 	const char *v = getenv("OPENDS_STREAM_BIG");
 	if (v && sscanf(v, "%u,%u", &mib, &k) == 2 && mib >= 1 && mib <= 256 && k >= 1 &&

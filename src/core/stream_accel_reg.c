@@ -5,7 +5,9 @@
  * and a program may make thousands: the imagenetish stream legs use 4096),
  * and how many stream operations are in flight, so that closing waits for
  * them; per stream, how many have no result yet, so that a sync can sleep
- * until they have.
+ * until they have. An operation takes the table's lock once, at the call
+ * (to find its stream); its result going out takes no lock and wakes only
+ * the syncs of its own stream (a futex on the stream's count).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -21,14 +23,16 @@ struct astream {
 	void *s;
 	bool created, registered;
 	unsigned flags;
-	/* operations enqueued on it, and those of them whose results are out */
-	unsigned long tracked, untracked;
-	unsigned waiters; /* threads in ods_astream_sync waiting for them */
+	unsigned tracked; /* operations enqueued on it (the lock) */
+	atomic_uint done; /* ... of them whose results are out (a futex word) */
+	/* operations tracked whose ods_astream_untrack has not returned: the
+	 * entry is freed only at 0, so that one may touch it to the end */
+	atomic_uint refs;
+	atomic_uint waiters; /* threads in ods_astream_sync waiting for them */
 	struct astream *next; /* its bucket's chain */
 };
 static pthread_mutex_t astreams_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t astreams_idle = PTHREAD_COND_INITIALIZER;
-static pthread_cond_t astreams_done = PTHREAD_COND_INITIALIZER; /* an untracked count moved */
 static struct astream **buckets; /* nbuckets chains, a power of two */
 static size_t nbuckets, nastreams;
 static atomic_uint ainflight; /* operations enqueued and not yet ended */
@@ -80,7 +84,7 @@ static struct astream *astream_find(void *s, bool add)
  * nobody uses */
 static void astream_trim(struct astream *a)
 {
-	if (a->created || a->registered || a->tracked != a->untracked || a->waiters)
+	if (a->created || a->registered || atomic_load(&a->refs) || atomic_load(&a->waiters))
 		return;
 	for (struct astream **pp = &buckets[bucket_of(a->s, nbuckets)]; *pp; pp = &(*pp)->next)
 		if (*pp == a) {
@@ -107,21 +111,26 @@ void *ods_astream_track(void *s, bool *fixed, bool *made)
 	struct astream *a = astream_find(s, false);
 	*fixed = a && a->registered && (a->flags & FIXED_ARGS) == FIXED_ARGS;
 	*made = a && a->created;
-	if (a)
+	if (a) {
 		a->tracked++;
+		atomic_fetch_add(&a->refs, 1);
+	}
 	pthread_mutex_unlock(&astreams_lock);
 	return a;
 }
 
+/* No lock: the count, then a wake if a sync waits (it counts itself a
+ * waiter, then reads the count: with both sequentially consistent, one
+ * sees the other), then the entry is let go. An entry left with nothing
+ * (its stream destroyed meanwhile) is freed by the next trim of it: the
+ * stream's sync or destroy, or close. */
 void ods_astream_untrack(void *t)
 {
 	struct astream *a = t;
-	pthread_mutex_lock(&astreams_lock);
-	a->untracked++;
-	if (a->waiters)
-		pthread_cond_broadcast(&astreams_done);
-	astream_trim(a);
-	pthread_mutex_unlock(&astreams_lock);
+	atomic_fetch_add(&a->done, 1);
+	if (atomic_load(&a->waiters))
+		ods_futex_wake_all(&a->done);
+	atomic_fetch_sub_explicit(&a->refs, 1, memory_order_release);
 }
 
 opends_error_t ods_astream_create(opends_stream_t *stream)
@@ -158,6 +167,12 @@ opends_error_t ods_astream_destroy(opends_stream_t stream)
 					"opends_stream_destroy: stream %p was not made by opends_stream_create", stream),
 			       0);
 	int rc = ods_drv.accel->streams->stream_destroy(stream);
+	/* the stream has drained: the results of its operations are out, so
+	 * an entry kept by them is let go now, not at close */
+	pthread_mutex_lock(&astreams_lock);
+	if ((a = astream_find(stream, false)))
+		astream_trim(a);
+	pthread_mutex_unlock(&astreams_lock);
 	return rc ? ods_err(rc, 0) : ods_ok();
 }
 
@@ -206,19 +221,21 @@ opends_error_t ods_astream_sync(opends_stream_t stream)
 	ods_sst_add(SST_SYNC, 1);
 	pthread_mutex_lock(&astreams_lock);
 	struct astream *a = astream_find(stream, false);
-	if (a && a->tracked != a->untracked) {
-		/* those enqueued before this call (later ones may end first:
-		 * the accelerator's sync below still covers every one), on an
-		 * entry that stays while it has waiters */
-		unsigned long before = a->tracked;
-		a->waiters++;
-		if ((long)(a->untracked - before) < 0)
-			ods_sst_add(SST_SYNC_SLEEPS, 1);
-		while ((long)(a->untracked - before) < 0)
-			pthread_cond_wait(&astreams_done, &astreams_lock);
-		a->waiters--;
-		astream_trim(a);
+	/* those enqueued before this call (later ones may end first: the
+	 * accelerator's sync below still covers every one), on an entry that
+	 * stays while it has waiters */
+	unsigned before = a ? a->tracked : 0;
+	if (a && (int)(atomic_load(&a->done) - before) < 0) {
+		atomic_fetch_add(&a->waiters, 1);
+		pthread_mutex_unlock(&astreams_lock);
+		ods_sst_add(SST_SYNC_SLEEPS, 1);
+		for (unsigned d; (int)((d = atomic_load(&a->done)) - before) < 0;)
+			ods_futex_wait(&a->done, d);
+		pthread_mutex_lock(&astreams_lock);
+		atomic_fetch_sub(&a->waiters, 1);
 	}
+	if (a)
+		astream_trim(a);
 	pthread_mutex_unlock(&astreams_lock);
 	ods_sst_since(SST_SYNC_WAIT_NS, t0);
 	uint64_t t1 = ods_sst_now();
@@ -250,7 +267,6 @@ void ods_astreams_forget(void)
 {
 	astreams_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
 	astreams_idle = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
-	astreams_done = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
 	buckets = NULL;
 	nbuckets = nastreams = 0;
 	atomic_store(&ainflight, 0);
