@@ -103,9 +103,8 @@ void ods_uring_bounces_init(const struct ods_accel *accel, size_t chunk)
 	bp.lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
 	bp.pinned = bp.mem && bp.mem->pinned_alloc;
 	bp.nfree = bp.nmade = 0;
-	const char *v = getenv("OPENDS_INLINE_SPLIT");
-	unsigned long k = v && *v ? strtoul(v, NULL, 10) : 0;
-	bp.split = k ? (k > 16 ? 16 : (unsigned)k) : DEF_SPLIT;
+	/* (validated by config.c: 1..16, 0 when unset) */
+	bp.split = ods_drv.cfg.inline_split ? ods_drv.cfg.inline_split : DEF_SPLIT;
 }
 
 void ods_uring_bounces_fini(void)
