@@ -11,6 +11,10 @@
  */
 #include "conform.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
+
 #define FSIZE (256 * 1024 + 77)
 
 static void misuse(opends_handle_t fh)
@@ -113,6 +117,53 @@ static void results(opends_handle_t fh, opends_stream_t s, const char *which)
 	free(buf);
 }
 
+/* A source whose reads wait until released: an operation queued behind
+ * one of its reads has not been reached yet. */
+static atomic_int gate_open;
+static ssize_t held_read(void *src, void *buf, size_t len, uint64_t off)
+{
+	(void)src;
+	for (int i = 0; i < 20000 && !atomic_load(&gate_open); i++) {
+		struct timespec ts = { 0, 500 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	memset(buf, (int)(off & 0xff), len);
+	return (ssize_t)len;
+}
+
+/* API.md: *size, *file_offset and *buf_offset are read when the stream
+ * reaches the operation: values changed after the call, before the stream
+ * gets there, are the ones used */
+static void late_values(opends_handle_t fh, opends_stream_t s, const char *which)
+{
+	c_case = which;
+	opends_source_ops_t ops = { .struct_size = sizeof(ops), .name = "held", .read = held_read };
+	opends_source_desc_t d = { .struct_size = sizeof(d), .ops = &ops, .flags = OPENDS_SOURCE_BLOCKING,
+				   .size = 1 << 20 };
+	opends_handle_t held;
+	C_OK(opends_handle_register_source(&held, &d));
+	atomic_store(&gate_open, 0);
+	unsigned char *hb = malloc(4096), *buf = malloc(65536);
+	memset(buf, 0x5A, 65536);
+	size_t hs = 4096, size = 10;
+	off_t hfo = 0, hbo = 0, fo = 0, bo = 0;
+	ssize_t hgot = 1, got = 1;
+	C_OK(opends_stream_read(held, hb, &hs, &hfo, &hbo, &hgot, s));
+	C_OK(opends_stream_read(fh, buf, &size, &fo, &bo, &got, s));
+	size = 20000; /* changed before the stream reaches it */
+	fo = 4097;
+	bo = 33;
+	atomic_store(&gate_open, 1);
+	C_OK(opends_stream_synchronize(s));
+	C_SSZ(hgot, 4096);
+	C_SSZ(got, 20000);
+	C_TRUE(c_same(buf + 33, 20000, 4097) && c_all(buf, 33, 0x5A) && c_all(buf + 20033, 65536 - 20033, 0x5A),
+	       "the values changed before the stream reached the read were not the ones used");
+	C_OK(opends_handle_deregister(held));
+	free(hb);
+	free(buf);
+}
+
 int main(void)
 {
 	const char *path = c_file("st", FSIZE);
@@ -128,6 +179,8 @@ int main(void)
 	opends_stream_t s;
 	C_OK(opends_stream_create(&s));
 	results(fh, s, "a created stream");
+	late_values(fh, NULL, "values read when the NULL stream reaches the operation");
+	late_values(fh, s, "values read when a created stream reaches the operation");
 	C_OK(opends_stream_register(s, OPENDS_STREAM_FIXED_BUF_OFFSET | OPENDS_STREAM_FIXED_FILE_OFFSET |
 					       OPENDS_STREAM_FIXED_FILE_SIZE));
 	results(fh, s, "a stream registered with every FIXED_* flag");
