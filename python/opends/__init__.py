@@ -22,8 +22,10 @@ C-contiguous.
 
 The driver opens on first use (configured by the OPENDS_* environment
 variables, read at open) and closes at interpreter exit.
-:func:`config` sets the configuration from Python (and, as a context
-manager, puts it back). Failures raise :class:`Error` (an OSError) carrying
+:func:`driver_open` takes settings over the environment
+(opends_driver_open_with), :func:`config` reopens with new ones (and, as a
+context manager, puts them back), :func:`driver_setting` says which value
+is in effect and where it came from. Failures raise :class:`Error` (an OSError) carrying
 ``code``, ``name`` and ``detail``; wrong argument types raise TypeError
 naming the parameter. No signal handler is installed unless
 :func:`install_signal_handlers` is called.
@@ -38,6 +40,7 @@ from ._lib import (
     code_name,
     driver_close,
     driver_open,
+    driver_setting,
     install_signal_handlers,
     is_open,
     properties,
@@ -64,6 +67,9 @@ OPENDS_STREAM_FIXED_BUF_OFFSET = 1
 OPENDS_STREAM_FIXED_FILE_OFFSET = 2
 OPENDS_STREAM_FIXED_FILE_SIZE = 4
 OPENDS_STREAM_PAGE_ALIGNED_INPUTS = 8
+
+#: File.advise values (opends_handle_advise).
+OPENDS_ADVICE_NORMAL, OPENDS_ADVICE_SEQUENTIAL, OPENDS_ADVICE_RANDOM = 0, 1, 2
 
 #: Batch statuses (opends_status_t).
 OPENDS_WAITING, OPENDS_PENDING, OPENDS_INVALID = 0x1, 0x2, 0x4
@@ -103,6 +109,7 @@ __all__ = [
     "describe",
     "driver_close",
     "driver_open",
+    "driver_setting",
     "get_buffer",
     "install_signal_handlers",
     "is_open",

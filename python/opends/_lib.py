@@ -146,6 +146,10 @@ c_uint = ctypes.c_uint
 c_int = ctypes.c_int
 
 
+class opends_setting_t(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("value", ctypes.c_char_p)]
+
+
 class opends_error_t(ctypes.Structure):
     _fields_ = [("err", c_int), ("backend_err", c_int)]
 
@@ -198,6 +202,9 @@ _proto("opends_op_status_error", ctypes.c_char_p, c_int)
 _proto("opends_last_error_detail", ctypes.c_char_p)
 _proto("opends_driver_open", E)
 _proto("opends_driver_close", E)
+_proto("opends_driver_open_with", E, P(opends_setting_t), c_size_t)
+_proto("opends_driver_get_setting", E, ctypes.c_char_p, ctypes.c_char_p, c_size_t, P(c_int))
+_proto("opends_handle_advise", E, c_void_p, c_int)
 _proto("opends_driver_get_properties", E, P(opends_drv_props_t))
 _proto("opends_get_version", E, P(c_uint), P(c_uint), P(c_uint))
 _proto("opends_driver_backend", ctypes.c_char_p)
@@ -338,16 +345,80 @@ def _cuda_ctx_guard():
     return restore
 
 
+#: Setting name -> its OPENDS_* variable (include/opends/driver.h lists them;
+#: python/tests/test_errors.py checks this list against src/core/config.c).
+SETTINGS = {
+    "backend": "OPENDS_BACKEND",
+    "accel": "OPENDS_ACCEL",
+    "io_threads": "OPENDS_IO_THREADS",
+    "queue_depth": "OPENDS_QUEUE_DEPTH",
+    "io_kworkers": "OPENDS_IO_KWORKERS",
+    "chunk_size": "OPENDS_CHUNK_SIZE",
+    "max_pinned": "OPENDS_MAX_PINNED",
+    "inline_max": "OPENDS_INLINE_MAX",
+    "inline_split": "OPENDS_INLINE_SPLIT",
+    "readahead": "OPENDS_READAHEAD",
+    "cpu_mask": "OPENDS_CPU_MASK",
+    "idle_spin": "OPENDS_IDLE_SPIN",
+    "assume_aligned_only": "OPENDS_ASSUME_ALIGNED_ONLY",
+    "cufile_library": "OPENDS_CUFILE_LIBRARY",
+    "rados_library": "OPENDS_RADOS_LIBRARY",
+}
+
+#: Read from the environment only (where those libraries load):
+#: opends_driver_open_with refuses them.
+ENV_ONLY = ("OPENDS_CUFILE_LIBRARY", "OPENDS_RADOS_LIBRARY")
+
+#: The explicit settings ({variable: text}) every open of the driver uses,
+#: over the environment (opends_driver_open_with): set by driver_open(settings)
+#: and opends.config.
+explicit = {}
+
+_SOURCES = ("default", "environment", "explicit")
+
+
+def variable(who, name):
+    """The OPENDS_* variable of a setting given as "io_threads" or
+    "OPENDS_IO_THREADS"; TypeError naming who's parameter otherwise."""
+    if isinstance(name, str):
+        if name in SETTINGS:
+            return SETTINGS[name]
+        if name in SETTINGS.values():
+            return name
+    raise TypeError("%s: unknown setting %r (known: %s)" % (who, name, ", ".join(SETTINGS)))
+
+
+def setting_text(who, name, value):
+    """A setting's value as the text the library parses (None: unset)."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, (str, os.PathLike)):
+        return os.fspath(value)
+    raise TypeError("%s: %s must be a str, an int, a bool or None, not %s" % (who, name, type(value).__name__))
+
+
+def _open_lib():
+    if not explicit:
+        return lib.opends_driver_open()
+    items = list(explicit.items())
+    arr = (opends_setting_t * len(items))(*[opends_setting_t(k.encode(), v.encode()) for k, v in items])
+    return lib.opends_driver_open_with(arr, len(items))
+
+
 def ensure_open():
-    """Open the driver if it is not open (thread-safe); return the current
-    generation."""
+    """Open the driver if it is not open (thread-safe), with the explicit
+    settings over the environment; return the current generation."""
     if _state["open"]:
         return _state["generation"]
     with _lock:
         if not _state["open"]:
             restore = _cuda_ctx_guard()
             try:
-                res = lib.opends_driver_open()
+                res = _open_lib()
             finally:
                 restore()
             if res.err == OPENDS_DRIVER_ALREADY_OPEN:  # opened by C code in this process
@@ -359,11 +430,57 @@ def ensure_open():
     return _state["generation"]
 
 
-def driver_open():
-    """Open the driver now (it is otherwise opened on first use). Reads the
-    OPENDS_* environment variables; raises Error on a bad configuration.
-    Opening an open driver does nothing."""
+def driver_open(settings=None):
+    """Open the driver now (it is otherwise opened on first use), reading
+    the OPENDS_* environment variables; raises Error on a bad configuration.
+    Opening an open driver does nothing.
+
+    settings: {name: value} opened with over the environment
+    (opends_driver_open_with), names as in :class:`opends.config`
+    ("io_threads") or as variables ("OPENDS_IO_THREADS"), values str, int
+    or bool; they stay in force for every later open (None or {}: the
+    environment alone again). With settings the driver must be closed
+    (Error OPENDS_DRIVER_ALREADY_OPEN); an invalid one raises Error
+    OPENDS_INVALID_VALUE naming the variable, nothing opened and the
+    settings before kept. OPENDS_CUFILE_LIBRARY and OPENDS_RADOS_LIBRARY
+    are read from the environment only (OPENDS_INVALID_VALUE here)."""
+    if settings is None:
+        ensure_open()
+        return
+    if not hasattr(settings, "items"):
+        raise TypeError("driver_open: settings must be a mapping (dict) or None, not %s" % type(settings).__name__)
+    new = {}
+    for name, value in settings.items():
+        var = variable("driver_open", name)
+        text = setting_text("driver_open", name, value)
+        if text is not None:
+            new[var] = text
+    with _lock:
+        if _state["open"]:
+            raise Error(OPENDS_DRIVER_ALREADY_OPEN, "driver_open: settings given while the driver is open: "
+                        "close it first (opends.driver_close()) or use opends.config")  # fmt: skip
+        saved = dict(explicit)
+        explicit.clear()
+        explicit.update(new)
+    try:
+        ensure_open()
+    except BaseException:
+        explicit.clear()
+        explicit.update(saved)
+        raise
+
+
+def driver_setting(name):
+    """(value, source) of one setting of the open driver (opened if
+    needed): the text in effect, None for the library's default, and where
+    it came from: "explicit" (driver_open(settings) / opends.config),
+    "environment" or "default" (opends_driver_get_setting)."""
+    var = variable("driver_setting", name)
     ensure_open()
+    buf = ctypes.create_string_buffer(4096)
+    src = c_int()
+    check(lib.opends_driver_get_setting(var.encode(), buf, len(buf), ctypes.byref(src)))
+    return (buf.value.decode() or None, _SOURCES[src.value] if 0 <= src.value < 3 else str(src.value))
 
 
 def _drain_pending():

@@ -20,6 +20,9 @@ __all__ = ["File", "Future", "describe", "DEFAULT_TASK_SIZE"]
 #: Piece size of File.pread/pwrite when task_size is not given (64 MiB).
 DEFAULT_TASK_SIZE = 64 << 20
 
+#: File.advise's names -> OPENDS_ADVICE_* (include/opends/handles.h).
+ADVICE = {"normal": 0, "sequential": 1, "random": 2}
+
 #: Anything get_buffer() accepts: torch tensors, __cuda_array_interface__,
 #: __array_interface__, __dlpack__ or buffer-protocol objects.
 Buffer = Any
@@ -283,6 +286,7 @@ class File(Closing):
         self._end = 0
         self._url: Optional[str] = None
         self._url_flags = 0
+        self._advice = 0
         self.mode = mode
         self.direct = bool(direct)
         if isinstance(path_or_fd, bool):
@@ -344,8 +348,31 @@ class File(Closing):
                     check(lib.opends_handle_open_url(ctypes.byref(fh), self._url.encode(), self._url_flags))
                 else:
                     check(lib.opends_handle_register(ctypes.byref(fh), self._fd))
+                if self._advice:  # (a reopened driver: the advice given before)
+                    res = lib.opends_handle_advise(fh, self._advice)
+                    if res.err:
+                        lib.opends_handle_deregister(fh)
+                        check(res)
                 self._fh, self._gen = fh.value, gen
         return self._fh  # type: ignore[return-value]
+
+    def advise(self, advice: Union[str, int]) -> None:
+        """How this file will be read, like posix_fadvise
+        (opends_handle_advise): "normal" (the default: read-ahead once two
+        synchronous reads in a row continue each other), "sequential"
+        (read-ahead from the first read) or "random" (never), or
+        OPENDS_ADVICE_NORMAL / _SEQUENTIAL / _RANDOM. Read-ahead serves
+        synchronous reads into device memory (opends.h says when and what
+        it guarantees). Kept when the driver is reopened."""
+        if isinstance(advice, str) and advice in ADVICE:
+            code = ADVICE[advice]
+        elif isinstance(advice, int) and not isinstance(advice, bool) and advice in ADVICE.values():
+            code = advice
+        else:
+            raise ValueError("advise: advice must be one of %s or OPENDS_ADVICE_* (0, 1, 2), not %r"
+                             % (", ".join(map(repr, ADVICE)), advice))  # fmt: skip
+        check(lib.opends_handle_advise(self._handle(), code))
+        self._advice = code
 
     def fileno(self) -> int:
         """The file descriptor (ValueError once closed, like io's files;

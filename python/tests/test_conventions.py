@@ -275,13 +275,87 @@ def test_config_invalid_changes_nothing(driver):
     before = opends.config.get()
     with pytest.raises(opends.Error) as ei:
         opends.config(io_threads=0)
-    assert ei.value.code == opends.OPENDS_DRIVER_INVALID_PROPS and "OPENDS_IO_THREADS" in ei.value.detail
+    # an explicit setting (opends_driver_open_with): INVALID_VALUE, not the
+    # environment's DRIVER_INVALID_PROPS
+    assert ei.value.code == opends.OPENDS_INVALID_VALUE and "OPENDS_IO_THREADS" in ei.value.detail
     assert opends.config.get() == before
     with pytest.raises(TypeError, match="unknown setting 'threads'"):
         opends.config(threads=4)
     with pytest.raises(TypeError, match="io_threads must be"):
         opends.config(io_threads=1.5)
     assert opends.backend() == driver[0]
+
+
+def test_config_leaves_the_environment_alone(driver, monkeypatch):
+    """config opens with explicit settings (opends_driver_open_with): the
+    process's environment stays as it was, explicit beats environment, and
+    None falls back to the environment's value."""
+    monkeypatch.setenv("OPENDS_QUEUE_DEPTH", "16")
+    opends.driver_close()
+    with opends.config(io_threads=3, queue_depth=8):
+        assert "OPENDS_IO_THREADS" not in os.environ and os.environ["OPENDS_QUEUE_DEPTH"] == "16"
+        assert opends.driver_setting("io_threads") == ("3", "explicit")
+        assert opends.driver_setting("OPENDS_QUEUE_DEPTH") == ("8", "explicit")
+        with opends.config(queue_depth=None):  # nested: io_threads stays, queue_depth from the environment
+            assert opends.driver_setting("queue_depth") == ("16", "environment")
+            assert opends.config.get("io_threads") == "3"
+        assert opends.config.get("queue_depth") == "8"
+    assert opends.driver_setting("queue_depth") == ("16", "environment")
+    assert opends.driver_setting("io_threads") == (None, "default") and opends.config.get("io_threads") is None
+
+
+def test_driver_open_with_settings(driver):
+    """opends.driver_open(settings): opends_driver_open_with's exact
+    errors, nothing opened on one, the settings before kept."""
+    opends.driver_close()
+    opends.driver_open({"OPENDS_IO_THREADS": 2, "inline_max": "0"})
+    try:
+        assert opends.driver_setting("io_threads") == ("2", "explicit")
+        assert opends.driver_setting("OPENDS_INLINE_MAX") == ("0", "explicit")
+        with pytest.raises(opends.Error) as ei:
+            opends.driver_open({"io_threads": 4})
+        assert ei.value.code == opends.OPENDS_DRIVER_ALREADY_OPEN
+        opends.driver_open()  # (no settings: an open driver stays as it is)
+        opends.driver_close()
+        for bad, var in (({"io_threads": "zero"}, "OPENDS_IO_THREADS"), ({"cufile_library": "x.so"}, "OPENDS_CUFILE_LIBRARY")):
+            with pytest.raises(opends.Error) as ei:
+                opends.driver_open(bad)
+            assert ei.value.code == opends.OPENDS_INVALID_VALUE and var in ei.value.detail, ei.value
+            assert not opends.is_open()
+        opends.driver_open()  # the settings before the failures
+        assert opends.driver_setting("io_threads") == ("2", "explicit")
+        with pytest.raises(TypeError, match="driver_open: unknown setting 'threads'"):
+            opends.driver_open({"threads": 1})
+        with pytest.raises(TypeError, match="driver_open: io_threads must be"):
+            opends.driver_open({"io_threads": 1.5})
+        with pytest.raises(TypeError, match="driver_open: settings must be a mapping"):
+            opends.driver_open([("io_threads", 1)])
+        with pytest.raises(TypeError, match="driver_setting: unknown setting 'nope'"):
+            opends.driver_setting("nope")
+    finally:
+        opends.driver_close()
+        opends.driver_open({})  # the environment alone again
+    assert opends.driver_setting("io_threads")[1] != "explicit" and opends.backend() == driver[0]
+
+
+def test_advise(driver, datafile):
+    """File.advise: opends_handle_advise's values by name or number, kept
+    when the driver is reopened (the file re-registers), a clear error for
+    anything else; reads stay byte-exact."""
+    path, data = datafile
+    with opends.File(path) as f:
+        for a in ("sequential", "random", "normal", opends.OPENDS_ADVICE_SEQUENTIAL):
+            f.advise(a)
+        buf = bytearray(4096)
+        assert f.read(buf, 4096, 0) == 4096 and bytes(buf) == bytes(data[:4096])
+        opends.driver_close()
+        assert f.read(buf, 4096, 4096) == 4096 and bytes(buf) == bytes(data[4096:8192])  # re-registered, advised
+        assert f._advice == opends.OPENDS_ADVICE_SEQUENTIAL
+        for bad in ("often", 3, -1, True, None):
+            with pytest.raises(ValueError, match="advise: advice must be one of"):
+                f.advise(bad)
+    with pytest.raises(ValueError, match="closed"):
+        f.advise("random")
 
 
 def test_reprs_and_module_names(datafile):
