@@ -219,12 +219,14 @@ static ssize_t sync_rw(int opcode, opends_handle_t fh, const void *buf, size_t s
 
 OPENDS_API ssize_t opends_sync_read(opends_handle_t fh, void *buf, size_t size, off_t file_offset, off_t buf_offset)
 {
+	ODS_ENTER_SSIZE("opends_sync_read");
 	return sync_rw(OPENDS_READ, fh, buf, size, file_offset, buf_offset);
 }
 
 OPENDS_API ssize_t opends_sync_write(opends_handle_t fh, const void *buf, size_t size, off_t file_offset,
 				     off_t buf_offset)
 {
+	ODS_ENTER_SSIZE("opends_sync_write");
 	return sync_rw(OPENDS_WRITE, fh, buf, size, file_offset, buf_offset);
 }
 
@@ -290,12 +292,14 @@ static opends_error_t async_rw(int opcode, opends_handle_t fh, const void *buf, 
 OPENDS_API opends_error_t opends_async_read(opends_handle_t fh, void *buf, size_t size, off_t file_offset,
 					    off_t buf_offset, opends_async_future_t *future)
 {
+	ODS_ENTER("opends_async_read");
 	return async_rw(OPENDS_READ, fh, buf, size, file_offset, buf_offset, future);
 }
 
 OPENDS_API opends_error_t opends_async_write(opends_handle_t fh, const void *buf, size_t size, off_t file_offset,
 					     off_t buf_offset, opends_async_future_t *future)
 {
+	ODS_ENTER("opends_async_write");
 	return async_rw(OPENDS_WRITE, fh, buf, size, file_offset, buf_offset, future);
 }
 
