@@ -80,11 +80,7 @@ void ods_batches_fini(void)
 	ods_slots_init(&batches);
 }
 
-#define CHECK_OPEN(fn)                                                                                       \
-	do {                                                                                                 \
-		if (!ods_is_open())                                                                          \
-			return ods_err(ods_fail(OPENDS_DRIVER_NOT_INITIALIZED, fn ": the driver is not open"), 0); \
-	} while (0)
+#define CHECK_OPEN(fn) ODS_ENTER(fn) /* also holds close off until the call returns (gate.h) */
 #define INVALID(...) ods_err(ods_fail(OPENDS_INVALID_VALUE, __VA_ARGS__), 0)
 
 OPENDS_API opends_error_t opends_batch_setup(opends_batch_t *batch, unsigned max_nr)
