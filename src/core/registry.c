@@ -104,8 +104,7 @@ OPENDS_API opends_error_t opends_handle_register(opends_handle_t *fh, int fd)
 	struct stat st;
 	int fl;
 
-	if (!ods_is_open())
-		return ods_err(ods_fail(OPENDS_DRIVER_NOT_INITIALIZED, "opends_handle_register: driver is not open"), 0);
+	ODS_ENTER("opends_handle_register");
 	if (!fh)
 		return ods_err(ods_fail(OPENDS_INVALID_VALUE, "opends_handle_register: fh is NULL"), 0);
 	if (fd < 0 || (fl = fcntl(fd, F_GETFL)) < 0 || fstat(fd, &st) < 0)
@@ -181,8 +180,7 @@ OPENDS_API opends_error_t opends_handle_register(opends_handle_t *fh, int fd)
 
 OPENDS_API opends_error_t opends_handle_deregister(opends_handle_t fh)
 {
-	if (!ods_is_open())
-		return ods_err(ods_fail(OPENDS_DRIVER_NOT_INITIALIZED, "opends_handle_deregister: driver is not open"), 0);
+	ODS_ENTER("opends_handle_deregister");
 	if (!fh)
 		return ods_err(ods_fail(OPENDS_INVALID_VALUE, "opends_handle_deregister: fh is NULL"), 0);
 	pthread_mutex_lock(&fd_lock);
@@ -317,8 +315,7 @@ bool ods_region_find(uintptr_t p, struct ods_region *out)
 OPENDS_API opends_error_t opends_buf_register(const void *buf, size_t size, int flags)
 {
 	uintptr_t b = (uintptr_t)buf;
-	if (!ods_is_open())
-		return ods_err(ods_fail(OPENDS_DRIVER_NOT_INITIALIZED, "opends_buf_register: driver is not open"), 0);
+	ODS_ENTER("opends_buf_register");
 	if (!buf)
 		return ods_err(ods_fail(OPENDS_INVALID_VALUE, "opends_buf_register: buf is NULL"), 0);
 	if (size == 0)
@@ -387,8 +384,7 @@ OPENDS_API opends_error_t opends_buf_register(const void *buf, size_t size, int 
 OPENDS_API opends_error_t opends_buf_deregister(const void *buf)
 {
 	uintptr_t b = (uintptr_t)buf;
-	if (!ods_is_open())
-		return ods_err(ods_fail(OPENDS_DRIVER_NOT_INITIALIZED, "opends_buf_deregister: driver is not open"), 0);
+	ODS_ENTER("opends_buf_deregister");
 	if (!buf)
 		return ods_err(ods_fail(OPENDS_INVALID_VALUE, "opends_buf_deregister: buf is NULL"), 0);
 	pthread_rwlock_wrlock(&regions_lock);
