@@ -31,11 +31,7 @@ void ods_streams_forget(void)
 	ods_stream_accel.forget();
 }
 
-#define REQUIRE_OPEN(fn)                                                                                       \
-	do {                                                                                                   \
-		if (!ods_is_open())                                                                            \
-			return ods_err(ods_fail(OPENDS_DRIVER_NOT_INITIALIZED, fn ": the driver is not open"), 0); \
-	} while (0)
+#define REQUIRE_OPEN(fn) ODS_ENTER(fn) /* also holds close off until the call returns (gate.h) */
 
 static opends_error_t enqueue(const char *fn, int opcode, opends_handle_t fh, const void *buf, size_t *size,
 			      off_t *file_offset, off_t *buf_offset, ssize_t *result, opends_stream_t stream)
@@ -56,6 +52,7 @@ static opends_error_t enqueue(const char *fn, int opcode, opends_handle_t fh, co
 OPENDS_API opends_error_t opends_stream_read(opends_handle_t fh, void *buf, size_t *size, off_t *file_offset,
 					     off_t *buf_offset, ssize_t *bytes_read, opends_stream_t stream)
 {
+	ODS_ENTER("opends_stream_read");
 	return enqueue("opends_stream_read", OPENDS_READ, fh, buf, size, file_offset, buf_offset, bytes_read,
 		       stream);
 }
@@ -64,6 +61,7 @@ OPENDS_API opends_error_t opends_stream_write(opends_handle_t fh, const void *bu
 					      off_t *file_offset, off_t *buf_offset, ssize_t *bytes_written,
 					      opends_stream_t stream)
 {
+	ODS_ENTER("opends_stream_write");
 	return enqueue("opends_stream_write", OPENDS_WRITE, fh, buf, size, file_offset, buf_offset, bytes_written,
 		       stream);
 }
