@@ -514,8 +514,7 @@ void ods_ra_handle_close(struct ods_handle *h)
 
 OPENDS_API opends_error_t opends_handle_advise(opends_handle_t fh, int advice)
 {
-	if (!ods_is_open())
-		return ods_err(ods_fail(OPENDS_DRIVER_NOT_INITIALIZED, "opends_handle_advise: driver is not open"), 0);
+	ODS_ENTER("opends_handle_advise");
 	if (!fh)
 		return ods_err(ods_fail(OPENDS_INVALID_VALUE, "opends_handle_advise: fh is NULL"), 0);
 	if (advice != OPENDS_ADVICE_NORMAL && advice != OPENDS_ADVICE_SEQUENTIAL && advice != OPENDS_ADVICE_RANDOM)
