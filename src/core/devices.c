@@ -35,8 +35,7 @@ static size_t segment_of(size_t size)
 
 OPENDS_API opends_error_t opends_device_count(unsigned *count)
 {
-	if (!ods_is_open())
-		return ods_err(ods_fail(OPENDS_DRIVER_NOT_INITIALIZED, "opends_device_count: the driver is not open"), 0);
+	ODS_ENTER("opends_device_count");
 	if (!count)
 		return ods_err(ods_fail(OPENDS_INVALID_VALUE, "opends_device_count: count is NULL"), 0);
 	*count = ods_drv.accel->device_count ? ods_drv.accel->device_count() : 0;
@@ -64,6 +63,7 @@ static int props_of(const char *fn, unsigned device, opends_device_props_t *p)
 OPENDS_API opends_error_t opends_device_get_properties(unsigned device, opends_device_props_t *props)
 {
 	const char *fn = "opends_device_get_properties";
+	ODS_ENTER(fn);
 	if (!props && ods_is_open())
 		return ods_err(ods_fail(OPENDS_INVALID_VALUE, "%s: props is NULL", fn), 0);
 	opends_device_props_t p;
@@ -90,6 +90,7 @@ static void add(char *buf, size_t n, size_t *at, const char *fmt, ...)
 OPENDS_API opends_error_t opends_device_describe(unsigned device, char *buf, size_t len)
 {
 	const char *fn = "opends_device_describe";
+	ODS_ENTER(fn);
 	if (!buf || !len)
 		return ods_err(ods_is_open() ? ods_fail(OPENDS_INVALID_VALUE, "%s: buf is NULL or len is 0", fn)
 					     : ods_fail(OPENDS_DRIVER_NOT_INITIALIZED, "%s: the driver is not open", fn),
@@ -172,8 +173,7 @@ OPENDS_API ssize_t opends_sync_read_fanout(opends_handle_t fh, void *const *bufs
 					   unsigned nbufs, size_t size, off_t file_offset)
 {
 	const char *fn = "opends_sync_read_fanout";
-	if (!ods_is_open())
-		return -ods_fail(OPENDS_DRIVER_NOT_INITIALIZED, "%s: the driver is not open", fn);
+	ODS_ENTER_SSIZE(fn);
 	if (!bufs || nbufs == 0 || nbufs > MAX_TARGETS)
 		return -ods_fail(OPENDS_INVALID_VALUE, "%s: bufs is NULL or nbufs %u is not 1 to %u", fn, nbufs,
 				 MAX_TARGETS);
