@@ -24,10 +24,14 @@
  *   opends_op_status_error() turns any of them into a string.
  * - opends_last_error_detail() gives a sentence on the last failure of the
  *   calling thread, naming the argument or variable at fault.
- * - opends_driver_open(), opends_driver_open_with() and
- *   opends_driver_close() are not thread-safe; every other call is, once
- *   open has returned. Any call other than open made while the driver is
- *   closed fails with OPENDS_DRIVER_NOT_INITIALIZED (or its negation).
+ * - opends_driver_open() and opends_driver_open_with() are not
+ *   thread-safe; every other call is, once open has returned.
+ *   opends_driver_close() may run while other threads are inside calls: it
+ *   waits for them to return (calls that wait by design wait for I/O it
+ *   drains anyway), and calls that start once close has begun fail at
+ *   once with OPENDS_DRIVER_NOT_INITIALIZED, the detail saying close is in
+ *   progress. Any call other than open made while the driver is closed
+ *   fails with OPENDS_DRIVER_NOT_INITIALIZED (or its negation).
  * - fork(): in the child, the driver inherited from the parent is closed
  *   (every call fails at once with OPENDS_DRIVER_NOT_INITIALIZED, close
  *   too, the detail saying that the fork closed it) and the child may call

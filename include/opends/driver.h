@@ -140,8 +140,13 @@ OPENDS_API opends_error_t opends_driver_get_setting(const char *name, char *valu
 
 /*
  * Close the library, waiting for I/O still in flight. Handles, buffers,
- * streams and batches still registered are released.
- * Errors: OPENDS_DRIVER_NOT_INITIALIZED when not open.
+ * streams and batches still registered are released. Calls in progress on
+ * other threads are waited for; calls that start once close has begun
+ * fail with OPENDS_DRIVER_NOT_INITIALIZED (detail: close is in progress).
+ * Errors: OPENDS_DRIVER_NOT_INITIALIZED when not open or while another
+ * thread's close is in progress; OPENDS_INVALID_VALUE when called from
+ * inside an OpenDS call or a callback it runs (a source's read, write,
+ * release, describe): close would wait for itself; the driver stays open.
  */
 OPENDS_API opends_error_t opends_driver_close(void);
 

@@ -244,7 +244,14 @@ static atomic_int race_stop;
 static atomic_long race_ok, race_closed, race_other;
 static int race_round;
 
-static long race_once(int fam, opends_batch_t bt, uint8_t *b, off_t off)
+/* a stream read's arguments: they must outlive a refused synchronize */
+struct sargs {
+	size_t n;
+	off_t fo, bo;
+	ssize_t res;
+};
+
+static long race_once(int fam, opends_batch_t bt, uint8_t *b, off_t off, struct sargs *sa, bool *pending)
 {
 	switch (fam) {
 	case 0:
@@ -272,19 +279,24 @@ static long race_once(int fam, opends_batch_t bt, uint8_t *b, off_t off)
 		unsigned nr = 1;
 		struct timespec ts = { 5, 0 };
 		e = opends_batch_get_status(bt, 1, &nr, &ev, &ts);
+		*pending = e.err != 0; /* refused: the entry may still write b */
 		if (e.err)
 			return -(long)e.err;
 		return nr == 1 ? (long)ev.ret : -1000000;
 	}
 	default: {
-		size_t n = N;
-		off_t fo = off, bo = 0;
-		ssize_t res = 0;
-		opends_error_t e = opends_stream_read(race_h, b, &n, &fo, &bo, &res, NULL);
+		sa->n = N;
+		sa->fo = off;
+		sa->bo = 0;
+		sa->res = 0;
+		opends_error_t e = opends_stream_read(race_h, b, &sa->n, &sa->fo, &sa->bo, &sa->res, NULL);
 		if (e.err)
 			return -(long)e.err;
 		e = opends_stream_synchronize(NULL);
-		return e.err ? -(long)e.err : (long)res;
+		/* refused: the read is still queued, reading n, fo, bo and
+		 * writing res, b when close drains it: keep them */
+		*pending = e.err != 0;
+		return e.err ? -(long)e.err : (long)sa->res;
 	}
 	}
 }
@@ -293,6 +305,7 @@ static void *race_worker(void *a)
 {
 	long id = (long)a;
 	uint8_t *b = malloc(N);
+	struct sargs *sa = malloc(sizeof(*sa));
 	opends_batch_t bt = NULL;
 	if (opends_batch_setup(&bt, 4).err)
 		bt = NULL;
@@ -301,7 +314,8 @@ static void *race_worker(void *a)
 	while (!atomic_load(&race_stop)) {
 		off_t off = (off_t)(r_rand(&seed) % 64) * 4096;
 		memset(b, 0, N);
-		long r = race_once(fam, bt, b, off);
+		bool pending = false;
+		long r = race_once(fam, bt, b, off, sa, &pending);
 		if (r == N && r_first_bad(b, N, 3, (uint64_t)off) < 0)
 			atomic_fetch_add(&race_ok, 1);
 		else if (r == -OPENDS_DRIVER_NOT_INITIALIZED)
@@ -309,8 +323,11 @@ static void *race_worker(void *a)
 		else if (atomic_fetch_add(&race_other, 1) < 5)
 			fprintf(stderr, "family %d: %ld %s (%s)%s\n", fam, r, opends_err_name((int)r),
 				opends_last_error_detail(), r == N ? ", data differ" : "");
+		while (pending && !atomic_load(&race_stop)) /* stop is set after close returned */
+			r_sleep_ms(1);
 	}
 	free(b);
+	free(sa);
 	return NULL;
 }
 

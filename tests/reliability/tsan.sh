@@ -1,6 +1,6 @@
 #!/bin/bash
 # ThreadSanitizer run of the stress test, the race cases of test_races, the
-# source cancel test and a second of the differential test:
+# source cancel test, close during reads (test_close race) and a second of the differential test:
 #   tests/reliability/tsan.sh [SOURCE_ROOT [BUILD_DIR [GROUPS]]] [-- MESON_SETUP_ARGS...]
 # Configures BUILD_DIR (default: build-tsan) with -Db_sanitize=thread, builds
 # only the library and test_stress, and runs it briefly on every backend,
@@ -47,7 +47,7 @@ if [ ! -f "$build/build.ninja" ]; then
 		{ cat "$probe/setup.log"; echo "FAIL: meson setup"; exit 1; }
 fi
 ninja -C "$build" tests/reliability/test_stress tests/reliability/test_races tests/reliability/test_diff \
-	tests/sources/test_source_cancel >"$probe/build.log" 2>&1 ||
+	tests/reliability/test_close tests/sources/test_source_cancel >"$probe/build.log" 2>&1 ||
 	{ tail -30 "$probe/build.log"; echo "FAIL: build"; exit 1; }
 
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1 second_deadlock_stack=1 exitcode=66}
@@ -77,6 +77,14 @@ for b in ref uring gds; do
 			esac
 		done
 	done
+	# opends_driver_close while threads read through every family
+	OPENDS_BACKEND=$b OPENDS_ACCEL=host "${run[@]}" "$build/tests/reliability/test_close" race >/dev/null
+	r=$?
+	case $r in
+	0) ran=$((ran + 1)); echo "ok   tsan close race $b" ;;
+	77) ;;
+	*) echo "FAIL tsan close race $b: exit $r"; rc=1 ;;
+	esac
 	# the races of issue 15 (batch submit/collect/cancel, registry)
 	for what in batch_submit batch_collect buf_register; do
 		OPENDS_BACKEND=$b OPENDS_ACCEL=host "${run[@]}" "$build/tests/reliability/test_races" $what >/dev/null
