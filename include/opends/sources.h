@@ -120,7 +120,9 @@ OPENDS_API opends_error_t opends_handle_register_source(opends_handle_t *fh, con
  * parameter, bad value, flags other than the above),
  * OPENDS_PLATFORM_NOT_SUPPORTED (client library missing; the detail names
  * it), OPENDS_FS_SETUP_ERROR (no connection to the cluster, no such pool;
- * backend_err = the errno), OPENDS_NOMEM_ERROR, OPENDS_DRIVER_NOT_INITIALIZED.
+ * backend_err = the errno), OPENDS_IO_ERROR (O_CREAT: the cluster refused to
+ * create the object, e.g. a name over osd_max_object_name_len; backend_err
+ * = the errno), OPENDS_NOMEM_ERROR, OPENDS_DRIVER_NOT_INITIALIZED.
  */
 OPENDS_API opends_error_t opends_handle_open_url(opends_handle_t *fh, const char *url, int flags);
 

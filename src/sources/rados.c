@@ -536,7 +536,6 @@ int ods_url_rados(opends_handle_t *fh, const char *rest, int flags, int *berr)
 	}
 	for (int i = 0; i < np && !rc; i++) {
 		const char *k = p[i].key, *v = p[i].val;
-		char *end = NULL;
 		if (!strcmp(k, "conf") && *v)
 			conf = v;
 		else if (!strcmp(k, "id") && *v)
@@ -544,10 +543,10 @@ int ods_url_rados(opends_handle_t *fh, const char *rest, int flags, int *berr)
 		else if (!strcmp(k, "ns"))
 			ns = v;
 		else if (!strcmp(k, "op_timeout")) {
-			/* plain decimal digits, as the OPENDS_* numbers: no sign,
-			 * spaces or leading zeros, which strtoul would take */
-			unsigned long t = strtoul(v, &end, 10);
-			if (!*v || *end || *v < '0' || *v > '9' || (*v == '0' && v[1]) || t > MAX_TIMEOUT)
+			/* plain decimal digits, as the OPENDS_* numbers (the
+			 * same parser): no sign, spaces or leading zeros */
+			uint64_t t = 0;
+			if (!ods_parse_u64(v, &t) || t > MAX_TIMEOUT)
 				rc = ods_fail(OPENDS_INVALID_VALUE, "opends_handle_open_url: op_timeout=%.32s: seconds "
 								    "from 0 (none) to %u", v, MAX_TIMEOUT);
 			timeout = (unsigned)t;

@@ -8,7 +8,8 @@
  *  - a write past osd_max_object_size is -EFBIG; one write larger than
  *    osd_max_write_size (90 MiB) is split and lands whole;
  *  - O_WRONLY handles refuse reads (-EBADF); op_timeout=0 makes describe
- *    warn; a missing pool fails the open with OPENDS_FS_SETUP_ERROR;
+ *    warn; a missing pool fails the open with OPENDS_FS_SETUP_ERROR; an
+ *    object the cluster refuses to create (O_CREAT) with OPENDS_IO_ERROR;
  *  - 1000 open / read / deregister cycles, byte-exact (ASan: nothing leaks);
  *  - opends_source_libraries lists librados and the striper.
  */
@@ -178,6 +179,22 @@ static void limits(void)
 	CHECKF(e.err == OPENDS_FS_SETUP_ERROR && e.backend_err == ENOENT, "missing pool: %d (%s), backend_err %d",
 	       e.err, t_errname(e.err), e.backend_err);
 	CHECKF(strstr(t_detail(), "no-such-pool"), "the detail does not name the pool: %s", t_detail());
+
+	/* O_CREAT that the cluster refuses is OPENDS_IO_ERROR with its errno
+	 * (sources.h): a name over osd_max_object_name_len (2048) */
+	t_phase = "O_CREAT refused";
+	static char lurl[4096];
+	char lname[2101];
+	memset(lname, 'n', sizeof(lname) - 1);
+	lname[sizeof(lname) - 1] = '\0';
+	snprintf(lurl, sizeof(lurl), "rados://%s/%s?conf=%s", r_pool, lname, r_conf);
+	fh = NULL;
+	e = opends_handle_open_url(&fh, lurl, O_RDWR | O_CREAT);
+	CHECKF(e.err == OPENDS_IO_ERROR && e.backend_err > 0, "O_CREAT of a %zu-byte name: %d (%s), backend_err %d",
+	       strlen(lname), e.err, t_errname(e.err), e.backend_err);
+	CHECKF(strstr(t_detail(), "creating"), "the detail does not say the create failed: %s", t_detail());
+	CHECK(fh == NULL);
+	printf("O_CREAT refused: OPENDS_IO_ERROR, backend_err %d (%s)\n", e.backend_err, strerror(e.backend_err));
 }
 
 int main(void)

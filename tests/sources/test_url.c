@@ -56,6 +56,8 @@ int main(void)
 	bad("rados://pool/obj?op_timeout=%205", O_RDONLY, "op_timeout");
 	bad("rados://pool/obj?op_timeout=05", O_RDONLY, "op_timeout");
 	bad("rados://pool/obj?op_timeout=5%20", O_RDONLY, "op_timeout");
+	bad("rados://pool/obj?op_timeout=18446744073709551616", O_RDONLY, "op_timeout"); /* 2^64 */
+	bad("rados://pool/obj?op_timeout=0x10", O_RDONLY, "op_timeout");
 	bad("rados://pool/obj?striper=2", O_RDONLY, "striper");
 	bad("rados://pool/obj?colour=blue", O_RDONLY, "colour");
 	bad("rados://pool/obj?conf", O_RDONLY, "key=value");
