@@ -314,15 +314,45 @@ static void unit_put(struct sunit *su)
 }
 
 /* Take the next piece of some domain's oldest chunk (srcs.lock held), or
- * false when the caps allow none. */
-static bool carve(struct piece *pc)
+ * false when the caps allow none.
+ * A direct request a batch cancel flagged before any of its pieces went
+ * to the source has not started: when carve meets it at its domain's head
+ * it leaves the queue onto *gone, to end with -ECANCELED (OPENDS_CANCELED),
+ * as the engine ends a flagged request no worker has taken. Only the heads
+ * carve looks at anyway are checked (no walk of its own per piece): a
+ * flagged request behind an unflagged one is reaped once it gets to the
+ * head, before any of its pieces can start, and a pump that stops has
+ * looked at every busy domain's head. */
+static bool carve(struct piece *pc, struct sunit **gone)
 {
-	struct ods_sdom *d, *prev = NULL;
-	for (d = srcs.busy; d; prev = d, d = d->bnext) {
-		struct sunit *su = d->head;
-		size_t n = ods_src_piece_len(su->s, su->pos, su->end, d->max_bytes);
-		if (!room_for(d, n))
+	struct ods_sdom *d, *prev = NULL, *next;
+	for (d = srcs.busy; d; d = next) {
+		next = d->bnext;
+		struct sunit *su;
+		while ((su = d->head) && !su->u && su->pos == su->io->off &&
+		       atomic_load_explicit(&su->io->cancelled, memory_order_acquire)) {
+			d->head = su->next;
+			if (!d->head)
+				d->tail = NULL;
+			su->next = *gone;
+			*gone = su;
+		}
+		if (!su) { /* nothing left to start: off the busy list */
+			if (prev)
+				prev->bnext = next;
+			else
+				srcs.busy = next;
+			if (srcs.busy_tail == d)
+				srcs.busy_tail = prev;
+			d->bnext = NULL;
+			d->busy = false;
 			continue;
+		}
+		size_t n = ods_src_piece_len(su->s, su->pos, su->end, d->max_bytes);
+		if (!room_for(d, n)) {
+			prev = d;
+			continue;
+		}
 		d->ops++;
 		d->bytes += n;
 		pc->su = su;
@@ -392,45 +422,6 @@ static void piece_start(struct piece *pc)
 		unit_put(su); /* the queue's reference */
 }
 
-/* A direct request a batch cancel flagged before any of its pieces went
- * to the source has not started: it leaves its domain's queue and ends
- * with -ECANCELED (OPENDS_CANCELED), as the engine ends a flagged request
- * no worker has taken. Only queue heads are looked at (pump's cost stays
- * per domain): a flagged request behind an unflagged one is reaped once it
- * gets to the head, before any of its pieces can start. Returns the
- * reaped requests, linked by next (srcs.lock held). */
-static struct sunit *reap_cancelled(void)
-{
-	struct sunit *list = NULL;
-	struct ods_sdom *d = srcs.busy, *prev = NULL;
-	while (d) {
-		struct sunit *su;
-		while ((su = d->head) && !su->u && su->pos == su->io->off &&
-		       atomic_load_explicit(&su->io->cancelled, memory_order_acquire)) {
-			d->head = su->next;
-			if (!d->head)
-				d->tail = NULL;
-			su->next = list;
-			list = su;
-		}
-		struct ods_sdom *next = d->bnext;
-		if (!d->head) { /* nothing left to start: off the busy list */
-			if (prev)
-				prev->bnext = next;
-			else
-				srcs.busy = next;
-			if (srcs.busy_tail == d)
-				srcs.busy_tail = prev;
-			d->bnext = NULL;
-			d->busy = false;
-		} else {
-			prev = d;
-		}
-		d = next;
-	}
-	return list;
-}
-
 static _Thread_local int in_pump;
 static _Thread_local bool pump_again;
 
@@ -451,8 +442,8 @@ static void pump(void)
 			if (!pc)
 				break; /* the next completion pumps again */
 			pthread_mutex_lock(&srcs.lock);
-			struct sunit *gone = srcs.busy ? reap_cancelled() : NULL;
-			bool got = srcs.busy && carve(pc);
+			struct sunit *gone = NULL;
+			bool got = srcs.busy && carve(pc, &gone);
 			pthread_mutex_unlock(&srcs.lock);
 			while (gone) {
 				struct sunit *su = gone;
@@ -696,7 +687,7 @@ void ods_sources_forget(void)
  * the workers) and ref (the oracle runs each request whole) keep the
  * engine. A batch cancel ends a direct request none of whose pieces has
  * gone to the source yet (it waits in its domain's queue behind the caps)
- * with -ECANCELED (reap_cancelled); once one has, it runs to the end, as
+ * with -ECANCELED (carve); once one has, it runs to the end, as
  * the engine's started requests do. */
 static bool direct_ok(const struct ods_io *io, const struct ods_source *s)
 {
