@@ -40,7 +40,11 @@ OPENDS_API ssize_t opends_sync_read(opends_handle_t fh, void *buf, size_t size, 
 
 /*
  * Write size bytes from buf + buf_offset at file_offset; returns size or a
- * negated error. Concurrent writes to disjoint byte ranges never lose each
+ * negated error. As pwrite: when it returns, every byte is in the file (its
+ * O_DIRECT pieces completed, its buffered ones in the page cache), so a
+ * read by anyone that starts after the return sees them, and fsync or
+ * fdatasync on any fd of the file covers them; nothing of the call is
+ * still in flight (no write-behind). Concurrent writes to disjoint byte ranges never lose each
  * other's data, even inside one disk block (as with pwrite), through one
  * handle or several handles of the same file, and a write never shortens
  * the file another writer extended. This holds for O_DIRECT fds too when
