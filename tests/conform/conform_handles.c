@@ -89,6 +89,29 @@ static void handles(void)
 	close(ro);
 	close(wo);
 
+	c_case = "deregister waits";
+	/* the handle's async reads already handed to the backend finish
+	 * before deregister returns (include/opends/handles.h) */
+	{
+		enum { N = 32 };
+		int rfd = c_open(path, O_RDONLY);
+		opends_handle_t h;
+		opends_async_future_t fs[N];
+		unsigned char *big = malloc(N * 256);
+		memset(big, 0x5A, N * 256);
+		C_OK(opends_handle_register(&h, rfd));
+		for (int i = 0; i < N; i++)
+			C_OK(opends_async_read(h, big + i * 256, 256, (off_t)i * 200, 0, &fs[i]));
+		C_OK(opends_handle_deregister(h));
+		for (int i = 0; i < N; i++) {
+			C_TRUE(opends_async_poll(&fs[i]) == 1, "future %d not complete after deregister returned", i);
+			C_SSZ(opends_async_await(&fs[i]), 256);
+			C_TRUE(c_same(big + i * 256, 256, (uint64_t)i * 200), "future %d: wrong bytes", i);
+		}
+		free(big);
+		close(rfd);
+	}
+
 	c_case = "describe/advise";
 	fd = c_open(path, O_RDONLY);
 	C_OK(opends_handle_register(&fh, fd));
