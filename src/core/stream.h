@@ -7,6 +7,8 @@
  *    stream hooks (cuda, and hostdev's simulated streams); each operation
  *    is a run of commands queued on the caller's stream
  *    (docs/stream-ordering.md).
+ *    stream_accel_run.c runs the operations once queued (pieces, results,
+ *    the dispatcher's poll; stream_aop.h is what the two share),
  *    stream_dispatch.c holds what it runs on (a dispatcher thread, a
  *    staging pool), stream_accel_reg.c the streams it knows (made,
  *    registered with their hints) and its operations in flight.
@@ -77,9 +79,6 @@ struct ods_task {
  * did, -1 when there is nothing to watch, -2 when none did and none can
  * before something kicks (ods_dispatch_kick). 0 or an OPENDS_* code. */
 int ods_dispatch_start(int (*poll)(void));
-/* Sleep (1 ms naps) until counter reads at least need, or until neither
- * it nor *moving changed for idle_ms. */
-void ods_counter_wait(void *counter, uint32_t need, atomic_uint *moving, unsigned idle_ms);
 /* Queue a task (any thread, host functions included: never waits long). */
 void ods_dispatch_post(void *task);
 /* Something a poll watches will move soon: poll again without delay. */

@@ -202,21 +202,6 @@ void ods_dispatch_stop(void)
 	disp.started = disp.stop = disp.kicked = false;
 }
 
-void ods_counter_wait(void *counter, uint32_t need, atomic_uint *moving, unsigned idle_ms)
-{
-	const struct ods_accel_streams *acc = ods_drv.accel->streams;
-	uint32_t m = acc->counter_read(counter);
-	unsigned f = atomic_load(moving), idle = 0;
-	while (m < need && idle < idle_ms) {
-		struct timespec ts = { 0, 1000000 };
-		nanosleep(&ts, NULL);
-		uint32_t m2 = acc->counter_read(counter);
-		unsigned f2 = atomic_load(moving);
-		idle = m2 != m || f2 != f ? 0 : idle + 1;
-		m = m2, f = f2;
-	}
-}
-
 /* -- OPENDS_STREAM_STATS (stream.h) -- */
 
 bool ods_sstats_on;
