@@ -4,7 +4,7 @@
  * there are that many, give data_len (little-endian, the top bits cut so
  * it stays realistic). The indexer must never read outside [hdr, hdr +
  * len) (the input is copied to an exact-size allocation, so ASan sees one
- * byte past it), never crash or leak, return only 0, 1 or -ENOMEM, and
+ * byte past it), never crash or leak, return only 0, 1 or -OPENDS_NOMEM_ERROR, and
  * when it returns 0 the arrays must hold what its header promises:
  * n names, each '\0'-terminated, filling names_len exactly; ndims the sum
  * of ndim; dtype an index into the list; 0 <= begin <= end <= data_len;
@@ -46,7 +46,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	opends_safetensors_index_t *ix = (opends_safetensors_index_t *)(uintptr_t)1;
 	int r = opends_safetensors_index(hdr, size, data_len, dtypes, bits, &ix);
 	if (r != 0) {
-		if (r != 1 && r != -ENOMEM)
+		if (r != 1 && r != -OPENDS_NOMEM_ERROR)
 			BAD("returned %d", r);
 		if (ix != NULL)
 			BAD("returned %d with *out not NULL", r);

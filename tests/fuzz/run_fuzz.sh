@@ -38,8 +38,8 @@ build() {
 	fuzz_api) "$clang" "${flags[@]}" "$src/tests/fuzz/fuzz_api.c" "$src"/src/core/*.c "$src"/src/sources/*.c \
 		"$src/src/accel/host/host.c" "$src/src/accel/near.c" "$src/src/backends/ref/ref.c" -lpthread -ldl \
 		-o "$work/fuzz_api" ;;
-	fuzz_stindex) "$clang" "${flags[@]}" "$src/tests/fuzz/fuzz_stindex.c" "$src/src/formats/st_index.c" \
-		"$src/src/core/errors.c" -o "$work/fuzz_stindex" ;; # errors.c: its details (ods_fail)
+	fuzz_stindex) "$clang" "${flags[@]}" "$src/tests/fuzz/fuzz_stindex.c" "$src"/src/formats/*.c \
+		"$src/src/core/errors.c" -lpthread -o "$work/fuzz_stindex" ;; # errors.c: its details (ods_fail)
 	*) echo "unknown target $1"; return 1 ;;
 	esac
 }
