@@ -18,6 +18,16 @@ static pthread_mutex_t fd_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint8_t *fd_used;
 static size_t fd_cap;
 
+/* Handles of fds freed by deregistration, kept for the next registration
+ * (a File per image registers and deregisters one per file, issue 17):
+ * one calloc and one free fewer per file on the caller's thread, where
+ * many small async reads otherwise meet the workers' frees of their
+ * requests in the malloc arena (and its heap top trimmed and grown back:
+ * page faults). Under fd_lock. */
+#define NSPARE 64
+static struct ods_handle *spare[NSPARE];
+static unsigned nspare;
+
 /* registered memory: sorted by base, non-overlapping */
 static pthread_rwlock_t regions_lock = PTHREAD_RWLOCK_INITIALIZER;
 static struct ods_region *regions;
@@ -43,7 +53,25 @@ static void handle_free(struct ods_handle *h)
 	if (h->twin_fd >= 0)
 		close(h->twin_fd);
 	pthread_mutex_destroy(&h->twin_lock);
+	pthread_mutex_lock(&fd_lock);
+	if (nspare < NSPARE) {
+		spare[nspare++] = h;
+		h = NULL;
+	}
+	pthread_mutex_unlock(&fd_lock);
 	free(h);
+}
+
+/* a zeroed handle: a spare, else a new one */
+static struct ods_handle *handle_new(void)
+{
+	pthread_mutex_lock(&fd_lock);
+	struct ods_handle *h = nspare ? spare[--nspare] : NULL;
+	pthread_mutex_unlock(&fd_lock);
+	if (!h)
+		return calloc(1, sizeof(*h));
+	memset(h, 0, sizeof(*h));
+	return h;
 }
 
 static void handle_free_cb(void *h)
@@ -54,6 +82,8 @@ static void handle_free_cb(void *h)
 void ods_registry_fini(void)
 {
 	ods_slots_fini(&handles, handle_free_cb);
+	while (nspare)
+		free(spare[--nspare]);
 	free(fd_used);
 	fd_used = NULL;
 	fd_cap = 0;
@@ -73,6 +103,7 @@ void ods_registry_forget(void)
 {
 	ods_slots_init(&handles);
 	fd_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+	nspare = 0;
 	fd_used = NULL;
 	fd_cap = 0;
 	regions_lock = (pthread_rwlock_t)PTHREAD_RWLOCK_INITIALIZER;
@@ -129,7 +160,7 @@ OPENDS_API opends_error_t opends_handle_register(opends_handle_t *fh, int fd)
 					fd),
 			       0);
 
-	struct ods_handle *h = calloc(1, sizeof(*h));
+	struct ods_handle *h = handle_new();
 	if (!h)
 		return ods_err(ods_fail(OPENDS_NOMEM_ERROR, "opends_handle_register: out of memory"), ENOMEM);
 	h->fd = fd;
