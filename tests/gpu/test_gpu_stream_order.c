@@ -340,9 +340,12 @@ static void driver_costs(void)
 	static const char *const names[] = { "cuCtxPushCurrent+cuCtxPopCurrent", "cuStreamGetCtx",
 					     "cuStreamWriteValue32", "cuStreamWaitValue32 (open)",
 					     "cuMemcpyHtoDAsync 110 KiB", "cuStreamQuery (idle)",
-					     "cuPointerGetAttributes (1)" };
+					     "cuPointerGetAttributes (1)",
+					     "cuStreamBatchMemOp (wait (open) + write: a gate)" };
 	printf("driver costs, caller CPU per call:");
-	for (int w = 0; w < 7; w++) {
+	for (int w = 0; w < 8; w++) {
+		if (w == 7 && !ods_cu.cuStreamBatchMemOp)
+			break; /* an older driver: gates take two calls */
 		double c = 0;
 		for (int i = 0; i < R; i++) {
 			if (i % 256 == 0)
@@ -360,6 +363,19 @@ static void driver_costs(void)
 			case 3: CU(ods_cu.cuStreamWaitValue32(s, fd, 1, CU_STREAM_WAIT_VALUE_GEQ)); break;
 			case 4: CU(ods_cu.cuMemcpyHtoDAsync(d, pin, SZ, s)); break;
 			case 5: CU(ods_cu.cuStreamQuery(s)); break;
+			case 7: {
+				CUstreamBatchMemOpParams p[2];
+				memset(p, 0, sizeof(p));
+				p[0].waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_32;
+				p[0].waitValue.address = fd;
+				p[0].waitValue.value = 1;
+				p[0].waitValue.flags = CU_STREAM_WAIT_VALUE_GEQ;
+				p[1].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+				p[1].writeValue.address = fd + 4;
+				p[1].writeValue.value = (uint32_t)i;
+				CU(ods_cu.cuStreamBatchMemOp(s, 2, p, 0));
+				break;
+			}
 			default:
 				CU(ods_cu.cuPointerGetAttributes(1, (CUpointer_attribute[]){ CU_POINTER_ATTRIBUTE_MEMORY_TYPE },
 								 (void *[]){ &type }, d));
