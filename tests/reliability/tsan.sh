@@ -47,7 +47,7 @@ if [ ! -f "$build/build.ninja" ]; then
 		{ cat "$probe/setup.log"; echo "FAIL: meson setup"; exit 1; }
 fi
 ninja -C "$build" tests/reliability/test_stress tests/reliability/test_races tests/reliability/test_diff \
-	tests/reliability/test_close tests/sources/test_source_cancel >"$probe/build.log" 2>&1 ||
+	tests/reliability/test_close tests/sources/test_source_cancel tests/test_config_race >"$probe/build.log" 2>&1 ||
 	{ tail -30 "$probe/build.log"; echo "FAIL: build"; exit 1; }
 
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1 second_deadlock_stack=1 exitcode=66}
@@ -77,6 +77,15 @@ for b in ref uring gds; do
 			esac
 		done
 	done
+	# opends_driver_get_setting on a thread while main closes and reopens
+	# with other settings (config.c's strings freed under a reader)
+	OPENDS_BACKEND=$b OPENDS_ACCEL=host "${run[@]}" "$build/tests/test_config_race" >/dev/null
+	r=$?
+	case $r in
+	0) ran=$((ran + 1)); echo "ok   tsan config_race $b" ;;
+	77) ;;
+	*) echo "FAIL tsan config_race $b: exit $r"; rc=1 ;;
+	esac
 	# opends_driver_close while threads read through every family
 	OPENDS_BACKEND=$b OPENDS_ACCEL=host "${run[@]}" "$build/tests/reliability/test_close" race >/dev/null
 	r=$?
