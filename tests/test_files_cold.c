@@ -16,8 +16,11 @@
  * page cache, the rest not cached) reads the new bytes. Counted by the
  * backend's io_uring submissions (this program links the library's
  * objects): none for reads at most 1 MiB that reach EOF, where the file
- * system takes O_DIRECT. Host memory and the simulated device (hostdev):
- * OPENDS_ACCEL from the environment.
+ * system takes O_DIRECT. And a hot read through a buffered handle, whole
+ * or with a buffer larger than the file, costs the caller one cachestat
+ * and no fstat (counted by the library's per-thread counters). Host
+ * memory and the simulated device (hostdev): OPENDS_ACCEL from the
+ * environment.
  */
 #include "common.h"
 
