@@ -23,7 +23,8 @@
  *             for them (device_workers false: the sources' engine)
  *   nowake    a read submitted while a worker spins idle wakes no sleeping
  *             worker (the spinner takes it)
- * Usage: test_stage_fair devices|fifo|cancel|many|extra|nowake
+ *   chunkfit  ods_stage_chunk_fit sizes the chunk from the budget left
+ * Usage: test_stage_fair devices|fifo|cancel|many|extra|nowake|chunkfit
  */
 #include <linux/futex.h>
 #include <signal.h>
@@ -408,6 +409,56 @@ static void case_extra(void)
 	}
 }
 
+/* ods_stage_chunk_fit: the chunk of which one per worker fits what is left
+ * of the staging budget (OPENDS_MAX_PINNED 200 KiB, 2 workers, asked for
+ * 1 MiB): 64 KiB, and the open with it is accepted while 128 KiB is
+ * refused, and with what that open holds 32 KiB; with two devices and a
+ * mover that asks for the extra workers (4 in all) 32 KiB, without them
+ * 64 KiB; a chunk that fits is kept as it is (48 KiB); under 4 KiB per
+ * worker, 0. */
+static void case_chunkfit(void)
+{
+	setenv("OPENDS_HOSTDEV_DEVICES", "2", 1);
+	char why[256];
+	static struct ods_config cfg;
+	if (ods_accel_hostdev.open(&cfg, why, sizeof(why)))
+		FAIL("hostdev with two devices: %s", why);
+	static struct ods_mover plain;
+	plain = gate_mover;
+	plain.device_workers = false;
+	cfg.max_pinned = 200u << 10;
+	ods_drv.cfg.max_pinned = cfg.max_pinned; /* (what ods_pinned_reserve reads) */
+	struct ods_stage_params p = { .threads = 2, .depth = 4, .chunk = 1u << 20, .spin_us = 0 };
+	size_t c;
+	if ((c = ods_stage_chunk_fit(&p, &plain, &cfg, &ods_accel_hostdev)) != 64u << 10)
+		FAIL("chunk_fit, 2 workers in 200 KiB: %zu, want 65536", c);
+	if ((c = ods_stage_chunk_fit(&p, &gate_mover, &cfg, &ods_accel_hostdev)) != 32u << 10)
+		FAIL("chunk_fit, 2 + 2 extra workers in 200 KiB: %zu, want 32768", c);
+	struct ods_stage_params q = p;
+	q.chunk = 48u << 10;
+	if ((c = ods_stage_chunk_fit(&q, &plain, &cfg, &ods_accel_hostdev)) != 48u << 10)
+		FAIL("chunk_fit of a chunk that fits: %zu, want 49152", c);
+	struct ods_stage *s;
+	q.chunk = 128u << 10;
+	if (ods_stage_open(&s, &q, &plain, &cfg, &ods_accel_hostdev) != OPENDS_DRIVER_INVALID_PROPS)
+		FAIL("open with 2 x 128 KiB in 200 KiB was not refused");
+	q.chunk = 64u << 10;
+	if (ods_stage_open(&s, &q, &plain, &cfg, &ods_accel_hostdev))
+		FAIL("open with the fitted chunk: %s", opends_last_error_detail());
+	/* it holds 2 x 64 KiB (depth cut to 1): 72 KiB left, 36 per worker */
+	if ((c = ods_stage_chunk_fit(&p, &plain, &cfg, &ods_accel_hostdev)) != 32u << 10)
+		FAIL("chunk_fit with 128 KiB of the budget held: %zu, want 32768", c);
+	ods_stage_close(s);
+	if ((c = ods_stage_chunk_fit(&p, &plain, &cfg, &ods_accel_hostdev)) != 64u << 10)
+		FAIL("chunk_fit after close: %zu, want 65536", c);
+	q = p;
+	q.threads = 64; /* 3.1 KiB each */
+	if ((c = ods_stage_chunk_fit(&q, &plain, &cfg, &ods_accel_hostdev)) != 0)
+		FAIL("chunk_fit for 64 workers in 200 KiB: %zu, want 0", c);
+	printf("chunkfit: 64 KiB of 1 MiB for 2 workers in 200 KiB (32 with extra workers or with 128 KiB held), kept "
+	       "when it fits, 0 under 4 KiB a worker\n");
+}
+
 /* A submit wakes no sleeping worker while another spins idle and will take
  * the request (wake_workers less nidle): two workers both asleep; a read
  * wakes one, and once it is done that one spins (1 s); a second read
@@ -506,7 +557,7 @@ static void case_many(void)
 int main(int argc, char **argv)
 {
 	if (argc != 2)
-		FAIL("usage: test_stage_fair devices|fifo|cancel|many|extra|nowake");
+		FAIL("usage: test_stage_fair devices|fifo|cancel|many|extra|nowake|chunkfit");
 	alarm(60); /* a request lost from the queue would hang */
 	g_model = malloc(2 * LEN);
 	if (!g_model)
@@ -530,6 +581,8 @@ int main(int argc, char **argv)
 		case_extra();
 	else if (!strcmp(argv[1], "nowake"))
 		case_nowake();
+	else if (!strcmp(argv[1], "chunkfit"))
+		case_chunkfit();
 	else
 		FAIL("unknown case %s", argv[1]);
 	free(g_model);

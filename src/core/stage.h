@@ -209,6 +209,14 @@ struct ods_stage_params {
  * ods_stage_params gives the depth it runs with. */
 int ods_stage_open(struct ods_stage **out, const struct ods_stage_params *p, const struct ods_mover *m,
 		   const struct ods_config *cfg, const struct ods_accel *accel);
+/* The chunk for ods_stage_open with p (p->chunk cut down) of which one
+ * per worker (p->threads, and the extra ones m would get) fits what is
+ * left of the staging budget now: p->chunk when it fits, else the largest
+ * power of two from ODS_ALIGN that does; the open is then not refused for
+ * want of budget (its depth is cut to fit), unless another open takes
+ * budget in between. 0 when not even ODS_ALIGN per worker fits. */
+size_t ods_stage_chunk_fit(const struct ods_stage_params *p, const struct ods_mover *m, const struct ods_config *cfg,
+			   const struct ods_accel *accel);
 /* Waits until every request has completed, then stops the workers. */
 void ods_stage_close(struct ods_stage *s);
 /* Queue io (size > 0); io->done is called on a worker. With may_block,

@@ -76,6 +76,22 @@ int ods_stage_fit_budget(struct ods_stage_params *p, const struct ods_mover *m, 
 	return 0;
 }
 
+size_t ods_stage_chunk_fit(const struct ods_stage_params *p, const struct ods_mover *m, const struct ods_config *cfg,
+			   const struct ods_accel *accel)
+{
+	size_t budget = ods_pinned_budget(cfg), held = atomic_load(&pinned_reserved);
+	size_t left = budget - (held < budget ? held : budget);
+	size_t workers = (size_t)p->threads + ods_stage_extra_workers(p, m, cfg, accel);
+	size_t each = workers ? left / workers : 0, c = ODS_ALIGN;
+	if (each >= p->chunk)
+		return p->chunk;
+	if (each < c)
+		return 0;
+	while (c * 2 <= each)
+		c *= 2;
+	return c;
+}
+
 /* ---- slots and copies ---------------------------------------------------- */
 
 /* Slots: with an accelerator that pins memory, every slot of a worker is
