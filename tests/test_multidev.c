@@ -379,8 +379,11 @@ static void fanout(opends_handle_t fh)
 	off_t neg[2] = { 0, -1 };
 	void *two[2] = { devmem[2], devmem[3] };
 	EXPECT_SSZ(opends_sync_read_fanout(fh, two, neg, 2, 10, 0), -OPENDS_INVALID_VALUE);
-	void *withnull[2] = { devmem[2], NULL };
-	EXPECT_SSZ(opends_sync_read_fanout(fh, withnull, NULL, 2, 10, 0), -OPENDS_INVALID_VALUE);
+	void *withnull[3] = { devmem[2], devmem[3], NULL };
+	EXPECT_SSZ(opends_sync_read_fanout(fh, withnull, NULL, 3, 10, 0), -OPENDS_INVALID_VALUE);
+	CHECKF(strstr(t_detail(), "bufs[2]"), "the detail \"%s\" does not name the target bufs[2]", t_detail());
+	EXPECT_SSZ(opends_sync_read_fanout(fh, two, neg, 2, 10, 0), -OPENDS_INVALID_VALUE);
+	CHECKF(strstr(t_detail(), "bufs[1]"), "the detail \"%s\" does not name the target bufs[1]", t_detail());
 	EXPECT_SSZ(opends_sync_read_fanout(NULL, two, NULL, 2, 10, 0), -OPENDS_INVALID_VALUE); /* as opends_sync_read */
 }
 

@@ -185,6 +185,12 @@ OPENDS_API ssize_t opends_sync_read_fanout(opends_handle_t fh, void *const *bufs
 	 * anything is read */
 	for (unsigned i = 0; i < nbufs && r == 0; i++) {
 		r = ods_io_prepare(&io[i], OPENDS_READ, fh, bufs[i], size, file_offset, buf_offsets ? buf_offsets[i] : 0);
+		if (r <= -OPENDS_ERRNO_MAX && nbufs > 1) {
+			/* every check of prepare is per target: say which one */
+			char why[200];
+			snprintf(why, sizeof(why), "%s", opends_last_error_detail());
+			ods_fail((int)-r, "%s: target %u (bufs[%u]): %s", fn, i, i, why);
+		}
 		for (unsigned j = 0; j < i && r == 0 && size; j++)
 			if (io[i].buf < io[j].buf + size && io[j].buf < io[i].buf + size)
 				r = -ods_fail(OPENDS_INVALID_VALUE, "%s: targets %u and %u overlap", fn, j, i);
