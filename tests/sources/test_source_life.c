@@ -190,6 +190,15 @@ static void small_budget(void)
 	OK(opends_async_read(fh, buf, 300 * T_KiB, 1000, 7, &fu));
 	EXPECT_SSZ_ND(opends_async_await(&fu), (ssize_t)(300 * T_KiB));
 	VERIFY(buf + 7, oracle + 1000, 300 * T_KiB, "async read with a 1 MiB staging budget");
+	/* the engine's chunk was sized from what the budget had left: one
+	 * per worker (4) within 1 MiB, a power of two of at least 4 KiB */
+	char ds[512];
+	OK(opends_describe(fh, ds, sizeof(ds)));
+	const char *at = strstr(ds, "chunks of ");
+	unsigned long kib = at ? strtoul(at + 10, NULL, 10) : 0;
+	if (at || !strstr(ds, "ref runs"))
+		CHECKF(kib >= 4 && kib <= 256 && !(kib & (kib - 1)), "engine chunk of %lu KiB in a 1 MiB budget: %s",
+		       kib, ds);
 	OK(opends_handle_deregister(fh));
 	fake_free(f);
 	free(oracle);
