@@ -361,6 +361,18 @@ static CUresult sync_fn(CUstream s)
 	CUresult q = ods_cu.cuStreamQuery(s);
 	if (q != CUDA_ERROR_NOT_READY)
 		return q;
+	/* A library operation's sync (opends_stream_synchronize) comes once
+	 * its result is out: the stream then usually has only its last copy
+	 * and count left, a few microseconds. Ask again for up to 20 us before
+	 * making, recording and destroying an event (each a driver call). */
+	struct timespec q0, qt;
+	clock_gettime(CLOCK_MONOTONIC, &q0);
+	do
+		q = ods_cu.cuStreamQuery(s);
+	while (q == CUDA_ERROR_NOT_READY && !clock_gettime(CLOCK_MONOTONIC, &qt) &&
+	       (qt.tv_sec - q0.tv_sec) * 1000000000L + (qt.tv_nsec - q0.tv_nsec) < 20000);
+	if (q != CUDA_ERROR_NOT_READY)
+		return q;
 	CUevent ev = NULL;
 	CUresult r = ods_cu.cuEventCreate(&ev, CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING);
 	if (r != CUDA_SUCCESS)
