@@ -14,6 +14,8 @@ import os
 import signal
 import threading
 
+from typing import Any, Mapping, Optional, Tuple
+
 from ._version import __version__
 
 __all__ = []
@@ -430,7 +432,7 @@ def ensure_open():
     return _state["generation"]
 
 
-def driver_open(settings=None):
+def driver_open(settings: "Optional[Mapping[str, Any]]" = None) -> None:
     """Open the driver now (it is otherwise opened on first use), reading
     the OPENDS_* environment variables; raises Error on a bad configuration.
     Opening an open driver does nothing.
@@ -470,7 +472,7 @@ def driver_open(settings=None):
         raise
 
 
-def driver_setting(name):
+def driver_setting(name: str) -> "Tuple[Optional[str], str]":
     """(value, source) of one setting of the open driver (opened if
     needed): the text in effect, None for the library's default, and where
     it came from: "explicit" (driver_open(settings) / opends.config),
