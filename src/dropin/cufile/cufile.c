@@ -67,11 +67,6 @@ static long users;     /* cuFileDriverOpen calls not yet closed */
 /* This process is a child forked while the driver was open, and has not
  * called cuFileDriverOpen since: see "fork" below. */
 static atomic_bool forked;
-/* Calls inside OpenDS, by thread (see "calls in progress"). */
-#define GATE_SHARDS 32
-static struct {
-	_Alignas(64) atomic_long n;
-} inside[GATE_SHARDS];
 
 /* ---- small sets of pointers ---------------------------------------------- */
 
@@ -182,9 +177,8 @@ static void fork_child(void)
 		atomic_store(&wronly.count, 0);
 		atomic_store(&cancelled.count, 0);
 	}
-	/* the calls inside were the parent's threads' */
-	for (int i = 0; i < GATE_SHARDS; i++)
-		atomic_store(&inside[i].n, 0);
+	/* the calls inside were the parent's threads'; the gate is closed */
+	ods_gate_forget();
 	fork_parent();
 }
 
@@ -245,6 +239,7 @@ static CUfileError_t open_locked(void)
 		we_opened = true;
 	}
 	atomic_store(&cfd_is_open, true);
+	ods_gate_open();
 	return cfd_st(CU_FILE_SUCCESS, 0);
 }
 
@@ -261,47 +256,29 @@ CUfileError_t cfd_ensure_open(void)
 
 /* ---- calls in progress, against cuFileDriverClose ------------------------ */
 
-/* OpenDS's close must not run while another call is inside OpenDS (its
- * contract: open and close are not thread-safe), but cuFile programs do
- * close the driver while other threads still do I/O. Every call into
- * OpenDS is counted (cfd_enter .. cfd_leave); the last cuFileDriverClose
- * marks the driver closed, waits until no call is inside, then closes
- * OpenDS. A call that comes after the mark waits for cfd_lock and opens
- * the driver again, as cuFile opens on first use; handles and buffers of
- * the closed driver are then unknown to it (HANDLE_NOT_REGISTERED,
- * MEMORY_NOT_REGISTERED), never another's: OpenDS's tokens are unique in
- * the process. The count is spread over cache lines by thread, so the
- * I/O path pays two uncontended atomic operations.
- * Entering is an increment then a load of the open flag; closing is a
- * store of the flag then loads of the counts, all sequentially
- * consistent: either the call sees the driver closed, or the close sees
- * the call. */
-static atomic_uint next_shard;
-static _Thread_local int my_shard = -1;
-
-static atomic_long *gate_count(void)
-{
-	if (my_shard < 0)
-		my_shard = (int)(atomic_fetch_add_explicit(&next_shard, 1, memory_order_relaxed) % GATE_SHARDS);
-	return &inside[my_shard].n;
-}
+/* OpenDS waits for its own calls in progress when it closes, but the
+ * drop-in must also know when none of its calls is inside OpenDS: cuFile
+ * programs close the driver while other threads still do I/O, and a call
+ * that comes after the last close must open the driver again (cuFile opens
+ * on first use) rather than fail. Every call into OpenDS holds a pass of
+ * the drop-in's own gate (src/core/gate.c, compiled into this library: the
+ * core's mechanism, its own instance); the last cuFileDriverClose closes
+ * the gate, waits until no pass is out, then closes OpenDS. A call that
+ * finds the gate closed waits for cfd_lock and opens the driver again;
+ * handles and buffers of the closed driver are then unknown to it
+ * (HANDLE_NOT_REGISTERED, MEMORY_NOT_REGISTERED), never another's:
+ * OpenDS's tokens are unique in the process. The I/O path pays the gate's
+ * two uncontended atomic operations (one cache line per thread). */
 
 /* Inside, with the driver open (false: closed, not entered). */
 static bool enter_if_open(struct cfd_gate *g)
 {
-	atomic_long *c = gate_count();
-	atomic_fetch_add(c, 1);
-	if (atomic_load(&cfd_is_open)) {
-		g->count = c;
-		return true;
-	}
-	atomic_fetch_sub(c, 1);
-	return false;
+	return ods_gate_enter(&g->pass) == 0;
 }
 
 CUfileError_t cfd_enter(struct cfd_gate *g)
 {
-	g->count = NULL;
+	g->pass.count = NULL;
 	while (!enter_if_open(g)) {
 		CUfileError_t e = cfd_ensure_open();
 		if (e.err)
@@ -312,23 +289,7 @@ CUfileError_t cfd_enter(struct cfd_gate *g)
 
 void cfd_leave(struct cfd_gate *g)
 {
-	if (g->count)
-		atomic_fetch_sub_explicit(g->count, 1, memory_order_release);
-	g->count = NULL;
-}
-
-/* Under cfd_lock, with the open flag cleared: until no call is inside. */
-static void gate_drain(void)
-{
-	for (;;) {
-		long n = 0;
-		for (int i = 0; i < GATE_SHARDS; i++)
-			n += atomic_load(&inside[i].n);
-		if (n == 0)
-			return;
-		struct timespec ts = { 0, 50 * 1000 };
-		nanosleep(&ts, NULL);
-	}
+	ods_gate_leave(&g->pass);
 }
 
 /* ---- driver ------------------------------------------------------------- */
@@ -357,9 +318,11 @@ EXPORT CUfileError_t cuFileDriverClose_v2(void)
 	opends_error_t e = { OPENDS_SUCCESS, 0 };
 	if (users == 0) {
 		atomic_store(&cfd_is_open, false);
-		gate_drain();
+		ods_gate_begin_close();
+		ods_gate_drain();
 		if (we_opened)
 			e = opends_driver_close();
+		ods_gate_closed();
 		pset_clear(&wronly);
 		pset_clear(&cancelled);
 		we_opened = false;

@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
+#include "gate.h"
 #include "opends.h"
 
 #define ODS_CUFILE_NO_CUDA_H
@@ -43,12 +44,12 @@ CUfileError_t cfd_ensure_open(void);
  * cfd_lock, or enter again, while inside: the close holds cfd_lock while
  * it waits for the calls inside, and a second enter may need it. */
 struct cfd_gate {
-	atomic_long *count;
+	struct ods_gate_pass pass;
 };
 CUfileError_t cfd_enter(struct cfd_gate *g);
 void cfd_leave(struct cfd_gate *g);
 /* A gate left when the declaring block ends, however it returns. */
-#define CFD_GATE(g) struct cfd_gate g __attribute__((cleanup(cfd_leave))) = { NULL }
+#define CFD_GATE(g) struct cfd_gate g __attribute__((cleanup(cfd_leave))) = { { NULL } }
 /* Enter for the rest of the calling block; e is cfd_enter's result. */
 #define CFD_ENTER(e) \
 	CFD_GATE(cfd_gate_); \
