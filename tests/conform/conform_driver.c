@@ -172,6 +172,9 @@ static void config(void)
 			C_TRUE(strstr(opends_last_error_detail(), bad[i][0]) != NULL,
 			       "%s=\"%s\": the detail \"%s\" does not name the variable", bad[i][0], bad[i][1],
 			       opends_last_error_detail());
+			C_TRUE(strstr(opends_last_error_detail(), "accepts") != NULL,
+			       "%s=\"%s\": the detail \"%s\" does not say what it accepts", bad[i][0], bad[i][1],
+			       opends_last_error_detail());
 			C_TRUE(opends_driver_backend() == NULL, "a refused open left the driver open");
 		}
 		if (old)
