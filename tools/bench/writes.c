@@ -245,7 +245,7 @@ static void *cw_uring_worker(void *arg)
 #define CW_MAX_THREADS 32
 
 static void ceiling_write(const char *path, char *pinned, uint64_t size, unsigned threads, unsigned qd,
-			  struct leg_result *r)
+			  bool prealloc, struct leg_result *r)
 {
 	struct cw w = { .buf = pinned, .size = size, .qd = qd };
 	w.span = ((size + threads - 1) / threads + CALL - 1) / CALL * CALL;
@@ -261,6 +261,12 @@ static void ceiling_write(const char *path, char *pinned, uint64_t size, unsigne
 	bool direct = w.fd >= 0;
 	if (w.fd < 0 && errno == EINVAL) /* no O_DIRECT here */
 		w.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/* Extending O_DIRECT writes are serialized by the file system (each
+	 * moves the end of the file); the library allocates a large write's
+	 * range first (stage_ra.c), so the ceiling does too, inside the timing.
+	 * On the H200 the legs beat the shapes without it by 21-32 %. */
+	if (w.fd >= 0 && prealloc && fallocate(w.fd, 0, 0, (off_t)size))
+		prealloc = false; /* not here (tmpfs, old kernels): plain extending writes */
 	struct cw_arg args[CW_MAX_THREADS];
 	if (threads > CW_MAX_THREADS)
 		threads = CW_MAX_THREADS;
@@ -284,13 +290,14 @@ static void ceiling_write(const char *path, char *pinned, uint64_t size, unsigne
 	progress_stop();
 	r->bytes = r->error ? 0 : size;
 	r->files = 1;
+	const char *pre = prealloc ? ", fallocate first" : "";
 	if (qd)
 		snprintf(r->config, sizeof(r->config),
-			 "io_uring write%s from pinned host memory, %u thread%s, %u x 1 MiB in flight%s + fdatasync",
-			 direct ? " O_DIRECT" : "", threads, threads == 1 ? "" : "s", qd, threads == 1 ? "" : " each");
+			 "io_uring write%s from pinned memory, %u thread%s, %u x 1 MiB in flight%s%s + fdatasync",
+			 direct ? " O_DIRECT" : "", threads, threads == 1 ? "" : "s", qd, threads == 1 ? "" : " each", pre);
 	else
-		snprintf(r->config, sizeof(r->config), "pwrite%s from pinned host memory, %u thread%s x 16 MiB + fdatasync",
-			 direct ? " O_DIRECT" : "", threads, threads == 1 ? "" : "s");
+		snprintf(r->config, sizeof(r->config), "pwrite%s from pinned host memory, %u thread%s x 16 MiB%s + fdatasync",
+			 direct ? " O_DIRECT" : "", threads, threads == 1 ? "" : "s", pre);
 	unlink(path);
 }
 
@@ -301,19 +308,22 @@ void writes(struct caller *c, const char *dsname, bool od, bool plain)
 	c->wpath = path;
 	/* the ceiling before and after the write legs, the higher kept */
 	/* shapes: 1, 8 and 32 threads x 16 MiB pwrite; with liburing also one
-	 * thread x 32 and 8 threads x 16 of 1 MiB in flight (the library's) */
+	 * thread x 32 and 8 threads x 16 of 1 MiB in flight (the library's);
+	 * 8 threads of each kind again into a range allocated first */
 	static const struct {
 		unsigned threads, qd;
+		bool prealloc;
 	} shape[] = {
-		{ 1, 0 }, { WRITE_THREADS, 0 }, { CW_MAX_THREADS, 0 },
+		{ 1, 0, false }, { WRITE_THREADS, 0, false }, { CW_MAX_THREADS, 0, false }, { WRITE_THREADS, 0, true },
 #ifdef BENCH_HAVE_URING
-		{ 1, 32 }, { WRITE_THREADS, 16 },
+		{ 1, 32, false }, { WRITE_THREADS, 16, false }, { WRITE_THREADS, 16, true },
 #endif
 	};
 #define CW_SHAPES (sizeof(shape) / sizeof(shape[0]))
 	struct leg_result before[CW_SHAPES], after[CW_SHAPES];
 	for (unsigned i = 0; i < CW_SHAPES && plain; i++) {
-		ceiling_write(path, c->pinned, c->dest_size, shape[i].threads, shape[i].qd, &before[i]);
+		ceiling_write(path, c->pinned, c->dest_size, shape[i].threads, shape[i].qd, shape[i].prealloc,
+			      &before[i]);
 		if (!before[i].error)
 			ceiling_note(dsname, "-", "ceiling-write", st_mib_s(before[i].bytes, before[i].seconds));
 	}
@@ -335,7 +345,8 @@ void writes(struct caller *c, const char *dsname, bool od, bool plain)
 			run_way(wmodes[m], "opends", c, write_leg, dsname, "-", th, CALL);
 	}
 	for (unsigned i = 0; i < CW_SHAPES && plain; i++) {
-		ceiling_write(path, c->pinned, c->dest_size, shape[i].threads, shape[i].qd, &after[i]);
+		ceiling_write(path, c->pinned, c->dest_size, shape[i].threads, shape[i].qd, shape[i].prealloc,
+			      &after[i]);
 		double mb = st_mib_s(before[i].bytes, before[i].seconds), ma = st_mib_s(after[i].bytes, after[i].seconds);
 		struct leg_result r = (after[i].error || ma < mb) && !before[i].error ? before[i] : after[i];
 		r.repeats = 2;
