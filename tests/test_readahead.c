@@ -23,10 +23,6 @@
  *   other device (hostdev, two simulated devices) the calls go to device
  *                0, then device 1, then device 0 again: byte-exact, served
  *                from read-ahead across the switches
- * Under hostdev the ranges read ahead go on into device buffers (accel
- * devstage) and calls copy from there; meson runs the file again with
- * OPENDS_RA_DEVICE=0 (the copy in the call) and with every device fill
- * failing (OPENDS_HOSTDEV_DEVSTAGE_FAIL=1: the copy in the call again).
  */
 #include "common.h"
 

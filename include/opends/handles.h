@@ -71,17 +71,14 @@ OPENDS_API opends_error_t opends_handle_deregister(opends_handle_t fh);
  * default) once two synchronous reads in a row by one thread continue each
  * other (same size, the second starting where the first ended; calls of
  * several threads on one handle are no stream), the next call's range
- * is read into host staging behind the current call and copied on into a
- * buffer of the library's on the caller's device, and a call for exactly
- * that range copies it from there, within the device, while the range
- * after it is read. OPENDS_ADVICE_SEQUENTIAL reads ahead from the first
- * call, OPENDS_ADVICE_RANDOM never. Calls above 64 MiB or at most
+ * is read into host staging behind the current call, and a call for
+ * exactly that range copies it from there while the range after it is
+ * read. OPENDS_ADVICE_SEQUENTIAL reads ahead from the first call,
+ * OPENDS_ADVICE_RANDOM never. Calls above 64 MiB or at most
  * OPENDS_INLINE_MAX, block devices, host memory and sources never read
  * ahead. Memory: three buffers of the call's size per handle that reads
- * ahead, inside OPENDS_MAX_PINNED (none when they do not fit), and three
- * of device memory on the caller's device, not counted there (48 MiB for
- * 16 MiB calls; none when the device has no room: the copy over the bus
- * then runs in the call), all freed at deregistration.
+ * ahead, inside OPENDS_MAX_PINNED (none when they do not fit), freed at
+ * deregistration.
  * Guarantee: a read never returns bytes older than
  * - any write through this library (any handle of the same file, sync,
  *   async, batch or stream) that started before the read was called;

@@ -115,27 +115,6 @@ struct ods_accel_streams {
 	bool (*stream_idle)(unsigned dev, void *stream);
 };
 
-/* ---- device staging: read-ahead that lands in device memory ---------------
- * (src/core/stage_ra.c) A buffer of device memory the library owns, filled
- * from pinned host memory by a copy queued on any thread (a worker, as a
- * read ahead completes), and copied out, within the device, into the
- * caller's memory when a call asks for those bytes: the copy over the bus
- * then runs between the caller's calls instead of inside them. */
-struct ods_accel_devstage {
-	/* n bytes of device memory of dev, or NULL (the detail set) */
-	void *(*alloc)(unsigned dev, size_t n);
-	void (*free)(void *ds); /* nothing queued on it */
-	/* Any thread: queue a copy of n bytes from src (mem->pinned_alloc
-	 * memory) to the start of ds. 0 or an OPENDS_* code (nothing queued). */
-	int (*fill)(void *ds, const void *src, size_t n);
-	/* Wait for the last fill (src may be reused after): 0 or a code. */
-	int (*fill_wait)(void *ds);
-	/* Copy n bytes from the start of ds, once its last fill is done, to
-	 * dst (memory of ds's device), and wait: 0 or an OPENDS_* code. The
-	 * fill's source may be reused once this returns 0. */
-	int (*copy_out)(void *ds, void *dst, size_t n);
-};
-
 /* A copy begun by copy_to_device_begin, for copy_end: the layer's own */
 struct ods_copy_op {
 	void *a;
@@ -189,7 +168,6 @@ struct ods_accel {
 	const struct ods_accel_mem *mem;         /* NULL: nothing to pin */
 	const struct ods_accel_lanes *lanes;     /* NULL: synchronous copies */
 	const struct ods_accel_streams *streams; /* NULL: host-ordered queues */
-	const struct ods_accel_devstage *devstage; /* NULL: read-ahead copies in the call */
 };
 
 /* ---- the NUMA node of a device (src/accel/near.c) --------------------------

@@ -13,21 +13,17 @@
  * next call that asks for exactly that range copies it from there while
  * the range after it is read into the other buffer.
  *
- * In device memory too, where the accelerator has device staging
- * (accel->devstage: CUDA, hostdev): as each range read ahead completes, the
- * worker that completed it queues its copy over the bus into a buffer of
- * device memory the library holds on the caller's device, and the call
- * that asks for the range copies it from there within the device (a 16 MiB
- * copy over PCIe takes about 300 us, within the device a few tens), so the
- * bus stays busy between the caller's calls instead of only inside them.
- * OPENDS_RA_DEVICE=0 (read when the buffers are made; an A/B switch for
- * the benchmark, not a setting) keeps the copy in the call.
+ * Measured and left out: filling a device buffer of the handle's from the
+ * worker that finished a range, so that the call only copied within the
+ * device and the bus ran between the caller's calls (af73a51): seq16m on
+ * the H200 was 40.3 / 41.7 GB/s with it against 41.7 with the copy in the
+ * call (probe try5), for 48 MiB of device memory per handle. The copy in
+ * the call is not what bounds a sequential reader there: the workers'
+ * reads of the next ranges are (gpu1, the engine alone, runs at 44.6).
  *
  * Bounded: RA_BUFS buffers of the call's size per handle that reads ahead,
  * taken from the staging budget (OPENDS_MAX_PINNED) and given back at
- * deregistration, and as many of device memory on the caller's device
- * (not in that budget: RA_BUFS x 16 MiB = 48 MiB for 16 MiB calls, at most
- * RA_BUFS x RA_MAX), also given back at deregistration; calls above RA_MAX or at most the inline size
+ * deregistration; calls above RA_MAX or at most the inline size
  * (OPENDS_INLINE_MAX) never read ahead, and neither does a handle whose
  * buffers do not fit the budget. Only reads into device memory: into host
  * memory the engine already reads straight into the caller's buffer with
@@ -78,9 +74,6 @@ static struct {
 
 struct slot {
 	char *buf;
-	void *ds;            /* its device buffer (accel->devstage), or NULL */
-	bool filled;         /* the read's bytes were queued to ds (set by the
-				worker before done; its source is buf) */
 	bool pending;        /* a read of [off, +len) into buf was started */
 	off_t off;
 	size_t len;
@@ -103,8 +96,6 @@ struct ra {
 	size_t cap;          /* bytes of each slot's buffer */
 	bool pinned;         /* buffers from accel->mem->pinned_alloc */
 	bool refused;        /* the buffers did not fit the budget: never again */
-	bool dev_refused;    /* device buffers could not be had: never again */
-	unsigned ddev;       /* the device of the slots' ds */
 	unsigned head;       /* the oldest read started (slots head, head+1, ... pending) */
 	unsigned npending;
 	off_t ahead;         /* where the newest read started ends */
@@ -196,11 +187,9 @@ static struct ra *ra_get(struct ods_handle *h)
 	return r;
 }
 
-/* The read is over (a worker): its bytes go on to the device buffer at once */
 static void ra_io_done(struct ods_io *io)
 {
 	struct slot *x = io->owner;
-	x->filled = x->ds && io->result > 0 && ods_drv.accel->devstage->fill(x->ds, x->buf, (size_t)io->result) == 0;
 	atomic_store_explicit(&x->done, 1, memory_order_release);
 	ods_futex_wake_all(&x->done);
 }
@@ -211,14 +200,6 @@ static void slot_wait(struct slot *x)
 		ods_futex_wait(&x->done, 0);
 }
 
-/* the slot's buffer may be written again: no copy from it still queued */
-static void unfill(struct slot *x)
-{
-	if (x->filled)
-		ods_drv.accel->devstage->fill_wait(x->ds); /* (a failure: nothing left queued either way) */
-	x->filled = false;
-}
-
 /* wait for every read started and forget them */
 static void drain(struct ra *r)
 {
@@ -226,47 +207,12 @@ static void drain(struct ra *r)
 		if (r->sl[i].pending)
 			slot_wait(&r->sl[i]);
 		r->sl[i].pending = false;
-		unfill(&r->sl[i]);
 	}
 	r->npending = 0;
 }
 
-static void dev_free(struct ra *r)
-{
-	for (unsigned i = 0; i < RA_BUFS; i++) {
-		if (r->sl[i].ds)
-			ods_drv.accel->devstage->free(r->sl[i].ds);
-		r->sl[i].ds = NULL;
-	}
-}
-
-/* Device buffers on dev for every slot (r->cap bytes), where the layer has
- * them; best effort (without, the copy runs in the call). Nothing pending. */
-static void dev_get(struct ra *r, unsigned dev)
-{
-	const struct ods_accel_devstage *d = ods_drv.accel->devstage;
-	if (!d || r->dev_refused || dev >= ODS_MAX_DEVICES)
-		return;
-	if (r->sl[0].ds && r->ddev == dev)
-		return;
-	dev_free(r);
-	const char *e = getenv("OPENDS_RA_DEVICE");
-	if (e && !strcmp(e, "0")) {
-		r->dev_refused = true;
-		return;
-	}
-	r->ddev = dev;
-	for (unsigned i = 0; i < RA_BUFS; i++)
-		if (!(r->sl[i].ds = d->alloc(dev, r->cap))) {
-			dev_free(r);
-			r->dev_refused = true; /* (device memory is short: leave it to the caller) */
-			return;
-		}
-}
-
 static void bufs_free(struct ra *r)
 {
-	dev_free(r);
 	for (unsigned i = 0; i < RA_BUFS; i++) {
 		char *b = r->sl[i].buf;
 		if (!b)
@@ -322,10 +268,9 @@ static bool same_file(const struct stat *a, const struct stat *b)
 /* ---- reading ahead -------------------------------------------------------------- */
 
 /* Start reading [r->ahead, +len) into the next free slot, behind whatever
- * is queued, for device dev; false when it may not (a library write of the
- * file running, the file changed too recently, past its end, no memory).
- * Lock held. */
-static bool start(struct ods_handle *h, struct ra *r, size_t len, unsigned dev)
+ * is queued; false when it may not (a library write of the file running,
+ * the file changed too recently, past its end, no memory). Lock held. */
+static bool start(struct ods_handle *h, struct ra *r, size_t len)
 {
 	unsigned b = bucket(h);
 	if (r->npending >= RA_DEPTH || atomic_load(&wb[b].running))
@@ -339,11 +284,8 @@ static bool start(struct ods_handle *h, struct ra *r, size_t len, unsigned dev)
 	long long n = ts_ns(&now);
 	if (n - ts_ns(&st.st_mtim) < RA_QUIET_NS || n - ts_ns(&st.st_ctim) < RA_QUIET_NS)
 		return false; /* changed too recently to tell a later change by its times */
-	if (r->npending == 0) {
-		if (!bufs_get(r, len))
-			return false;
-		dev_get(r, dev);
-	}
+	if (r->npending == 0 && !bufs_get(r, len))
+		return false;
 	if (len > r->cap)
 		return false;
 	struct slot *x = &r->sl[(r->head + r->npending) % RA_BUFS];
@@ -352,7 +294,6 @@ static bool start(struct ods_handle *h, struct ra *r, size_t len, unsigned dev)
 	x->off = off;
 	x->len = len;
 	x->pending = true;
-	x->filled = false;
 	r->npending++;
 	r->ahead = off + (off_t)len;
 	atomic_store_explicit(&x->done, 0, memory_order_relaxed);
@@ -406,36 +347,22 @@ static ssize_t usable(struct ods_handle *h, struct ra *r, const struct ods_io *i
 }
 
 /* Copy the n bytes of x to the caller while the ranges after it are read.
- * From its device buffer when the worker put them there: the next reads
- * are queued first (they are what the next call waits for), then the copy
- * within the device. Else over the bus, queued first where the layer
- * splits copies in two: queuing the next reads costs the caller tens of
- * microseconds (a stat, the request, waking the workers that sleep), which
- * then pass during the copy instead of before it, where a sequential
- * reader paid them on every call (on a GPU a 16 MiB call's copy takes
- * about 300 us). Lock held. */
+ * The copy is queued first where the layer splits copies in two: queuing
+ * the next reads costs the caller tens of microseconds (a stat, the
+ * request, waking the workers that sleep), which then pass during the copy
+ * instead of before it, where a sequential reader paid them on every call
+ * (on a GPU a 16 MiB call's copy takes about 300 us). Lock held. */
 static int copy_and_start(struct ods_handle *h, struct ra *r, const struct ods_io *io, struct slot *x, size_t n)
 {
 	const struct ods_accel *a = ods_drv.accel;
 	bool more = io->size == x->len && n == io->size;
-	if (x->filled && r->ddev == io->dev) {
-		if (more)
-			while (start(h, r, io->size, io->dev))
-				;
-		x->filled = false;
-		if (!n || a->devstage->copy_out(x->ds, io->buf, n) == 0)
-			return 0;
-		a->devstage->fill_wait(x->ds); /* failed: over the bus from buf, once nothing reads it */
-		return ods_io_to_device(io, io->buf, x->buf, n);
-	}
-	unfill(x); /* (another device's buffer: buf is copied over the bus) */
 	struct ods_copy_op op;
 	int rc = 0;
 	bool split = n && a->copy_to_device_begin && a->copy_end;
 	if (split && (rc = a->copy_to_device_begin(io->dev, io->buf, x->buf, n, &op)))
 		split = false; /* nothing to end */
 	if (more)
-		while (start(h, r, io->size, io->dev))
+		while (start(h, r, io->size))
 			;
 	if (split)
 		return a->copy_end(&op);
@@ -486,7 +413,7 @@ void ods_ra_behind(struct ods_io *io)
 	if (atomic_exchange_explicit(&r->want, false, memory_order_relaxed) && r->npending == 0 &&
 	    r->next == io->off + (off_t)io->size) {
 		r->ahead = r->next;
-		while (start(io->fh, r, io->size, io->dev))
+		while (start(io->fh, r, io->size))
 			;
 	}
 	pthread_mutex_unlock(&r->lock);

@@ -64,9 +64,8 @@ static void rd_dev(opends_handle_t fh, bool direct, uint64_t off, size_t size, s
 
 /* Read-ahead (src/core/stage_ra.c): sequential 2 MiB calls into device
  * memory, then calls of 2 MiB + 5 at buffer offset 3, are served from it
- * after the first two (uring; none elsewhere), through the library's
- * device buffers (cuda_devstage.c), byte-exact with the bytes around each
- * target unchanged, the last call short at EOF. */
+ * after the first two (uring; none elsewhere), byte-exact with the bytes
+ * around each target unchanged, the last call short at EOF. */
 static void read_ahead(const char *path)
 {
 	t_phase = "read-ahead into device memory";

@@ -794,5 +794,4 @@ const struct ods_accel ods_accel_cuda = {
 	.mem = &cuda_mem,
 	.lanes = &cuda_lanes,
 	.streams = &ods_cuda_streams,
-	.devstage = &ods_cuda_devstage,
 };

@@ -52,9 +52,6 @@ int ods_cu_push(struct place *p);
 int ods_cu_enter(struct place *p, bool *pushed);
 void ods_cu_pop(void);
 
-/* cuda_devstage.c */
-extern const struct ods_accel_devstage ods_cuda_devstage;
-
 /* cuda_streams.c */
 extern const struct ods_accel_streams ods_cuda_streams;
 void ods_cuda_streams_close(void);

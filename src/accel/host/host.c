@@ -92,8 +92,6 @@ static bool no_calls;
  * wait while its stream has N commands queued, as CUDA blocks an async call
  * when a stream's queue is full (0 or unset: unbounded). */
 static unsigned long queue_max;
-/* Test-only: OPENDS_HOSTDEV_DEVSTAGE_FAIL=1 (hd_fill below). */
-static bool devstage_fail;
 
 /* Test-only simulated topology (like FAIL_AFTER, not configuration):
  * OPENDS_HOSTDEV_NUMA="n0,n1,..." gives device d the NUMA node nd (-1 or
@@ -129,8 +127,6 @@ static int hostdev_open(const struct ods_config *cfg, char *why, size_t why_len)
 	fail_after = f && *f ? strtol(f, NULL, 10) : -1;
 	const char *nc = getenv("OPENDS_HOSTDEV_NO_CALLS");
 	no_calls = nc && !strcmp(nc, "1");
-	const char *df = getenv("OPENDS_HOSTDEV_DEVSTAGE_FAIL");
-	devstage_fail = df && !strcmp(df, "1");
 	const char *qm = getenv("OPENDS_HOSTDEV_QUEUE_MAX");
 	queue_max = qm && *qm ? strtoul(qm, NULL, 10) : 0;
 	atomic_store(&pushed_cmds, 0);
@@ -563,58 +559,6 @@ static int hostdev_copy_end(struct ods_copy_op *op)
 	return host_copy(op->a, op->b, op->n);
 }
 
-/* Device staging (read-ahead into device memory): a plain allocation,
- * filled by memcpy at once. Test-only, like FAIL_AFTER:
- * OPENDS_HOSTDEV_DEVSTAGE_FAIL=1 at open makes every fill fail, so the
- * read-ahead's way back to a copy in the call is tested. */
-struct hd_stage {
-	size_t n;
-	char mem[];
-};
-
-static void *hd_alloc(unsigned dev, size_t n)
-{
-	(void)dev;
-	struct hd_stage *d = malloc(sizeof(*d) + n);
-	if (!d) {
-		ods_fail(OPENDS_NOMEM_ERROR, "hostdev: out of memory for a read-ahead buffer");
-		return NULL;
-	}
-	d->n = n;
-	return d;
-}
-
-static int hd_fill(void *ds, const void *src, size_t n)
-{
-	struct hd_stage *d = ds;
-	if (devstage_fail || n > d->n)
-		return ods_fail_backend(OPENDS_DEVICE_DRIVER_ERROR, HOSTDEV_INJECTED_RESULT,
-					"hostdev: injected read-ahead copy failure");
-	memcpy(d->mem, src, n);
-	return 0;
-}
-
-static int hd_fill_wait(void *ds)
-{
-	(void)ds;
-	return 0;
-}
-
-static int hd_copy_out(void *ds, void *dst, size_t n)
-{
-	struct hd_stage *d = ds;
-	memcpy(dst, d->mem, n);
-	return 0;
-}
-
-static const struct ods_accel_devstage hostdev_devstage = {
-	.alloc = hd_alloc,
-	.free = free,
-	.fill = hd_fill,
-	.fill_wait = hd_fill_wait,
-	.copy_out = hd_copy_out,
-};
-
 const struct ods_accel ods_accel_hostdev = {
 	.name = "hostdev",
 	.open = hostdev_open,
@@ -630,5 +574,4 @@ const struct ods_accel ods_accel_hostdev = {
 	.peer_copy = hostdev_peer_copy,
 	.peer_wait = hostdev_peer_wait,
 	.streams = &hostdev_streams,
-	.devstage = &hostdev_devstage,
 };
