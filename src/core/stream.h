@@ -81,9 +81,6 @@ struct ods_task {
 int ods_dispatch_start(int (*poll)(void));
 /* Queue a task (any thread, host functions included: never waits long). */
 void ods_dispatch_post(void *task);
-/* The same, for a task that may wait for the dispatcher's current nap
- * (at most 2 ms): no wake unless it sleeps for good. */
-void ods_dispatch_post_lazy(void *task);
 /* Something a poll watches will move soon: poll again without delay. */
 void ods_dispatch_kick(void);
 /* Run what is posted and poll until nothing is watched, then stop. */

@@ -36,10 +36,6 @@ static unsigned big_slots = BIG_SLOTS;
 /* OPENDS_STREAM_POST_FIRST=0 (test-only, A/B): reads with values taken at
  * the call start only once their first wait is queued, as before */
 static bool post_first = true;
-/* OPENDS_STREAM_START_CALLER=1 (test-only, A/B): those reads are started
- * by the caller itself, and the dispatcher, which then only watches the
- * copies, is not woken for them */
-static bool start_caller;
 /* OPENDS_STREAM_IDLE=0 (test-only, A/B): no idle shortcut (no query per
  * operation; reads on streams not fixed start when the stream gets there) */
 static bool idle_ok = true;
@@ -151,12 +147,7 @@ static int queue_body(struct aop *op, void *stream, bool *queued, bool *posted)
 		 * first and find the gate shut (a device polling a shut gate
 		 * holds its hardware queue for tens of microseconds) */
 		op->armed_late = true;
-		if (start_caller) {
-			ods_aop_start_first(op);
-			ods_dispatch_post_lazy(&op->task);
-		} else {
-			op_launch(op);
-		}
+		op_launch(op);
 		*posted = true;
 	}
 	for (unsigned i = 0; i < op->n; i++) {
@@ -384,8 +375,6 @@ static int accel_init(void)
 	big_piece = BIG_PIECE, big_slots = BIG_SLOTS;
 	const char *pf = getenv("OPENDS_STREAM_POST_FIRST");
 	post_first = !(pf && !strcmp(pf, "0"));
-	const char *sc = getenv("OPENDS_STREAM_START_CALLER");
-	start_caller = sc && !strcmp(sc, "1");
 	const char *io = getenv("OPENDS_STREAM_IDLE");
 	idle_ok = !(io && !strcmp(io, "0"));
 	unsigned mib, k;

@@ -279,13 +279,6 @@ static void piece_start(struct aop *op, struct piece *pc)
 	ods_io_submit(io, false);
 }
 
-void ods_aop_start_first(struct aop *op)
-{
-	op->started = op->k;
-	for (unsigned i = 0; i < op->k; i++)
-		piece_start(op, &op->p[i]);
-}
-
 /* Begin an operation (on the dispatcher): read its arguments unless they
  * were read at the call, and start its first pieces; the dispatcher starts
  * the others as the stream's counter says their slots are free. */
@@ -320,8 +313,11 @@ void ods_aop_run(struct ods_task *t)
 void ods_aop_watch(struct ods_task *t)
 {
 	struct aop *op = (struct aop *)((char *)t - offsetof(struct aop, task));
-	if (!op->base && !op->started && !atomic_load(&op->cut))
-		ods_aop_start_first(op);
+	if (!op->base && !op->started && !atomic_load(&op->cut)) {
+		op->started = op->k;
+		for (unsigned i = 0; i < op->k; i++)
+			piece_start(op, &op->p[i]);
+	}
 	op->wnext = watch;
 	watch = op;
 }

@@ -109,9 +109,6 @@ void ods_aop_publish(struct aop *op); /* every piece is over: result, last gate 
 void ods_aop_cut_end(struct aop *op);
 int ods_aop_poll(void);                /* the dispatcher's poll (ods_dispatch_start) */
 void ods_aop_watch(struct ods_task *t); /* a staged operation's hand-over */
-/* values read at the call: start the first k pieces (once: the dispatcher
- * at the hand-over, or the caller before it) */
-void ods_aop_start_first(struct aop *op);
 void ods_aop_run(struct ods_task *t);   /* an unplanned one's host function */
 void ods_aop_forget(void);              /* the child of a fork */
 

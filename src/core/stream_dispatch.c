@@ -62,25 +62,15 @@ static void wake(void)
 	pthread_mutex_unlock(&disp.lock);
 }
 
-static void post(void *task, bool lazy)
+void ods_dispatch_post(void *task)
 {
 	struct ods_task *t = task, *h = atomic_load(&posted);
 	do
 		t->next = h;
 	while (!atomic_compare_exchange_weak(&posted, &h, t));
 	int st = atomic_load(&dstate);
-	if ((st == DS_LONG && !lazy) || st == DS_IDLE)
+	if (st == DS_LONG || st == DS_IDLE)
 		wake();
-}
-
-void ods_dispatch_post(void *task)
-{
-	post(task, false);
-}
-
-void ods_dispatch_post_lazy(void *task)
-{
-	post(task, true);
 }
 
 void ods_dispatch_kick(void)
