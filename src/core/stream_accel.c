@@ -33,9 +33,6 @@ _Static_assert(SLOTS * PIECE <= ODS_STAGE_MAX && BIG_SLOTS * BIG_PIECE <= ODS_ST
  * machine): the large operations' pieces and slots, read at open */
 static size_t big_piece = BIG_PIECE;
 static unsigned big_slots = BIG_SLOTS;
-/* OPENDS_STREAM_POST_FIRST=0 (test-only, A/B): reads with values taken at
- * the call start only once their first wait is queued, as before */
-static bool post_first = true;
 /* OPENDS_STREAM_IDLE=0 (test-only, A/B): no idle shortcut (no query per
  * operation; reads on streams not fixed start when the stream gets there) */
 static bool idle_ok = true;
@@ -141,15 +138,6 @@ static int queue_body(struct aop *op, void *stream, bool *queued, bool *posted)
 	const struct ods_accel_streams *acc = ods_drv.accel->streams;
 	bool read = op->a.opcode == OPENDS_READ;
 	int rc;
-	if (op->stage && !op->base && post_first) {
-		/* values read at the call: its reads start now, before its
-		 * first wait reaches the stream, which may otherwise get there
-		 * first and find the gate shut (a device polling a shut gate
-		 * holds its hardware queue for tens of microseconds) */
-		op->armed_late = true;
-		op_launch(op);
-		*posted = true;
-	}
 	for (unsigned i = 0; i < op->n; i++) {
 		if (*posted && i >= QWIN) /* piece i - QWIN copied */
 			counter_wait(op->progress, op->base + (i - QWIN) + 1, &op->finished, 200);
@@ -157,16 +145,13 @@ static int queue_body(struct aop *op, void *stream, bool *queued, bool *posted)
 			/* the layer keeps the gate; a piece started at the
 			 * call may still open it */
 			op->p[i].lost = true;
-			op->refused = i == 0 && op->armed_late && !*queued;
 			return rc;
 		}
-		if (i == 0 && op->armed_late && atomic_exchange(&op->arm, true))
-			ods_aop_publish(op); /* its pieces were all over already */
 		*queued = true;
 		op->nq = i + 1;
 		if (!op->stage)
 			continue;
-		if (i == 0 && !*posted) {
+		if (i == 0) {
 			op_launch(op);
 			*posted = true;
 		}
@@ -217,8 +202,7 @@ static void op_cut_posted(struct aop *op, int rc)
 		struct timespec ts = { 0, 50000 };
 		nanosleep(&ts, NULL);
 	}
-	if (!op->refused) /* nothing of it reached the stream: no result */
-		__atomic_store_n(op->a.result, -(ssize_t)rc, __ATOMIC_RELEASE);
+	__atomic_store_n(op->a.result, -(ssize_t)rc, __ATOMIC_RELEASE);
 	ods_aop_published(op);
 	atomic_store(&op->cut_ready, true);
 	ods_dispatch_kick();
@@ -373,8 +357,6 @@ static int accel_init(void)
 {
 	ods_sstats_init();
 	big_piece = BIG_PIECE, big_slots = BIG_SLOTS;
-	const char *pf = getenv("OPENDS_STREAM_POST_FIRST");
-	post_first = !(pf && !strcmp(pf, "0"));
 	const char *io = getenv("OPENDS_STREAM_IDLE");
 	idle_ok = !(io && !strcmp(io, "0"));
 	unsigned mib, k;

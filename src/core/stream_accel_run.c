@@ -126,10 +126,7 @@ static void piece_finish(struct aop *op, struct piece *pc)
 	bool last = atomic_fetch_add(&op->finished, 1) + 1 == n;
 	if (op->stage)
 		ods_aop_wake(op); /* a copy can run now; op is the piece's until ods_aop_put */
-	/* reads started before the first wait was queued (post_first): the
-	 * result goes out once that wait is queued too, by whichever of the
-	 * two comes second (a refused call publishes none) */
-	if (last && (!op->armed_late || atomic_exchange(&op->arm, true)))
+	if (last)
 		ods_aop_publish(op);
 	ods_dispatch_kick(); /* a copy can run: a counter moves soon */
 	ods_aop_put(op);          /* the piece's */

@@ -77,9 +77,6 @@ struct aop {
 	atomic_llong short_at; /* reads: lowest op offset where data ended */
 	atomic_long err;
 	uint64_t t_enq, t_pub; /* OPENDS_STREAM_STATS: the call, the result out */
-	bool armed_late;      /* reads started before its first wait was queued */
-	atomic_bool arm;      /* ... that wait is queued, or the last piece ended */
-	bool refused;         /* ... and that wait was refused: no result */
 	struct piece p[];
 };
 
