@@ -7,7 +7,9 @@
  *     closing more than opened is DRIVER_NOT_INITIALIZED; cuFileUseCount;
  *   - the first call that needs the driver opens it (use count 1);
  *   - an OpenDS the program opened itself is shared and never closed;
- *   - cuFileDriverGetProperties' max_direct_io_size is KiB (the chunk);
+ *   - cuFileDriverGetProperties' max_direct_io_size is KiB (the chunk), and
+ *     cuFileDriverSetMaxDirectIOSize sets it for the next open;
+ *   - cuFileBufRegister's flags (RDMA hints accepted, others refused);
  *   - cuFileRead / Write byte-exact at any offsets; a read through a
  *     write-only fd is -1 with errno 5019; a read through a handle that
  *     was deregistered is -5027;
@@ -132,6 +134,24 @@ int main(int argc, char **argv)
 	if (cs && !strcmp(cs, "2m"))
 		CHECK(props.nvfs.max_direct_io_size == 2048, "max_direct_io_size %zu KiB with OPENDS_CHUNK_SIZE=2m",
 		      props.nvfs.max_direct_io_size);
+
+	/* buffer registration: the RDMA hints accepted, other flags refused;
+	 * twice, and an unregistered pointer, as NVIDIA answers */
+	ERR(cuFileBufRegister(buf, 65536, CU_FILE_RDMA_REGISTER | CU_FILE_RDMA_RELAXED_ORDERING), CU_FILE_SUCCESS);
+	ERR(cuFileBufRegister(buf, 65536, 0), CU_FILE_MEMORY_ALREADY_REGISTERED);
+	ERR(cuFileBufDeregister(buf), CU_FILE_SUCCESS);
+	ERR(cuFileBufRegister(buf, 65536, 4), CU_FILE_INVALID_VALUE);
+	ERR(cuFileBufDeregister(buf), CU_FILE_MEMORY_NOT_REGISTERED);
+	ERR(cuFileDriverClose(), CU_FILE_SUCCESS);
+
+	/* cuFileDriverSetMaxDirectIOSize (KiB) is OPENDS_CHUNK_SIZE at the next
+	 * open; out of range refused */
+	ERR(cuFileDriverSetMaxDirectIOSize(4096), CU_FILE_SUCCESS);
+	ERR(cuFileDriverSetMaxDirectIOSize(3), CU_FILE_INVALID_VALUE);
+	ERR(cuFileDriverOpen(), CU_FILE_SUCCESS);
+	ERR(cuFileDriverGetProperties(&props), CU_FILE_SUCCESS);
+	CHECK(props.nvfs.max_direct_io_size == 4096, "max_direct_io_size %zu KiB after SetMaxDirectIOSize(4096)",
+	      props.nvfs.max_direct_io_size);
 
 	/* sync reads and writes */
 	fh = reg(rfd);
