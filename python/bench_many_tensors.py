@@ -21,7 +21,8 @@ VIEW_THREADS = 4 or 0; "opends" decides by the cores it may use),
 (opends._stindex.ENABLED = False), "opends-onepass" with the C indexer in
 one pass (the calling thread on one CPU for it) instead of in parts,
 "opends-readafterindex" starts the data read once the header is indexed
-(opends._stfast.READ_AFTER_INDEX = True) instead of before.
+(opends._stfast.READ_AFTER_INDEX = True, the default), "opends-readfirst"
+before the header is parsed (READ_AFTER_INDEX = False).
 
 Files are written once into --dir (default $TMPDIR or /tmp) and kept.
 --out writes one CSV row per loader and file (the columns of
@@ -98,7 +99,8 @@ def loaders(names, device, framework):
     variants = {"opends-parsefirst": ("_stfast", "READ_FIRST", False), "opends-threads": ("_stfast", "VIEW_THREADS", 4),
                 "opends-nothreads": ("_stfast", "VIEW_THREADS", 0), "opends-pyparse": ("_stindex", "ENABLED", False),
                 "opends-onepass": ("_stindex", "table", _one_cpu),
-                "opends-readafterindex": ("_stfast", "READ_AFTER_INDEX", True)}
+                "opends-readafterindex": ("_stfast", "READ_AFTER_INDEX", True),
+                "opends-readfirst": ("_stfast", "READ_AFTER_INDEX", False)}
     for label, (mod, attr, value) in variants.items():
         if label in names:
             out[label] = _variant(mod, attr, value, device, framework)
