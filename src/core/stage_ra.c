@@ -80,7 +80,7 @@ struct slot {
 	uint64_t gen;        /* the bucket's generation when it started */
 	struct stat st;      /* the file then */
 	struct ods_io io;
-	atomic_uint done;    /* 0 in flight, 1 done (futex word) */
+	atomic_uint done;    /* S_RUN, S_SLEEPER (the caller sleeps on it), S_DONE (futex word) */
 };
 
 struct ra {
@@ -187,17 +187,51 @@ static struct ra *ra_get(struct ods_handle *h)
 	return r;
 }
 
+enum { S_RUN, S_SLEEPER, S_DONE };
+
+/* (a worker) the read is over: a system call only when the caller sleeps */
 static void ra_io_done(struct ods_io *io)
 {
 	struct slot *x = io->owner;
-	atomic_store_explicit(&x->done, 1, memory_order_release);
-	ods_futex_wake_all(&x->done);
+	if (atomic_exchange_explicit(&x->done, S_DONE, memory_order_acq_rel) == S_SLEEPER)
+		ods_futex_wake_all(&x->done);
 }
+
+static long long mono_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+/* A sequential reader that reads faster than the file is read ahead waits
+ * here on every call for the range it asks for: spinning a while first
+ * starts its copy the moment the read ends, where a futex sleep added the
+ * wake-up (tens of microseconds on a virtual machine) to each call. */
+#define RA_SPIN_NS (50 * 1000LL)
 
 static void slot_wait(struct slot *x)
 {
-	while (atomic_load_explicit(&x->done, memory_order_acquire) == 0)
-		ods_futex_wait(&x->done, 0);
+	unsigned s = atomic_load_explicit(&x->done, memory_order_acquire);
+	if (s == S_DONE)
+		return;
+	long long t0 = mono_ns();
+	for (unsigned i = 1; s != S_DONE; i++) {
+		ods_cpu_relax();
+		s = atomic_load_explicit(&x->done, memory_order_acquire);
+		if ((i & 63) == 0 && mono_ns() - t0 > RA_SPIN_NS)
+			break;
+	}
+	while (s != S_DONE) {
+		if (s == S_RUN) {
+			if (!atomic_compare_exchange_weak_explicit(&x->done, &s, S_SLEEPER, memory_order_acq_rel,
+								   memory_order_acquire))
+				continue;
+			s = S_SLEEPER;
+		}
+		ods_futex_wait(&x->done, s);
+		s = atomic_load_explicit(&x->done, memory_order_acquire);
+	}
 }
 
 /* wait for every read started and forget them */
@@ -296,7 +330,7 @@ static bool start(struct ods_handle *h, struct ra *r, size_t len)
 	x->pending = true;
 	r->npending++;
 	r->ahead = off + (off_t)len;
-	atomic_store_explicit(&x->done, 0, memory_order_relaxed);
+	atomic_store_explicit(&x->done, S_RUN, memory_order_relaxed);
 	struct ods_io *io = &x->io;
 	memset(io, 0, sizeof(*io));
 	io->fh = h;
