@@ -14,9 +14,8 @@
 #   E. the safetensors load (P7, python/bench_safetensors.py) and F. 20,000
 #      small tensors against one file (issue 22, python/bench_many_tensors.py),
 #      both as rows of records.csv;
-#   C2. when time is left: seq16m, rand4k, files1t again with issue 17's
-#      switches off (OPENDS_READAHEAD=0 OPENDS_INLINE_MAX=64k; AB=0 skips it),
-#      as backend opends:uring+ra0-inline64k beside C's rows;
+#   C2. when time is left: seq16m again with OPENDS_IDLE_SPIN=0 and with
+#      OPENDS_IO_KWORKERS=4 (AB=0 skips it), as opends:uring+spin0 / +kw4;
 #   then bench/report on the folder.
 # Each opends-bench step is its own command with its own time limit
 # (--append into one records.csv; each command measures the ceilings its
@@ -258,17 +257,20 @@ if [ "${MANY:-1}" = 1 ] && in_part 2; then
 		skipped "F: many tensors"
 	else
 		begin "F: 20,000 small tensors vs one file (issue 22)"
-		pyenv timeout $(($(left) - 15)) python3 python/bench_many_tensors.py --device cuda:0 --runs 3 --dir /var/tmp \
-			--loaders opends,opends-pyparse,safetensors,fastsafetensors 2>&1 | tee "$LOGS/many-tensors.log"
+		pyenv timeout $(($(left) - 15)) python3 python/bench_many_tensors.py --device cuda:0 --runs 5 --dir /var/tmp \
+			--loaders opends,opends-readfirst,opends-pyparse,safetensors,fastsafetensors 2>&1 | tee "$LOGS/many-tensors.log"
 		python3 bench/report --add-many-tensors "$LOGS/many-tensors.log" "$res"
 	fi
 fi
 
-# C2 (issue 17's A/B, when time is left): the one-thread callers again with
-# the earlier settings, as backend opends:uring+ra0-inline64k beside C's
+# C2 (issue 17's A/B, when time is left): seq16m again with the engine's
+# idle spin off and with 4 kernel copy threads per ring, beside C's rows
+# (is seq16m bound by CPU oversubscription from spinning threads?)
 if [ "${AB:-1}" = 1 ] && in_part 2; then
-	OPENDS_READAHEAD=0 OPENDS_INLINE_MAX=64k BENCH_KV=0 bench "C2: seq16m, rand4k, files1t with OPENDS_READAHEAD=0 OPENDS_INLINE_MAX=64k (A/B)" 60 10 \
-		--datasets none --callers seq16m,rand4k,files1t --no-baselines --tag ra0-inline64k
+	OPENDS_IDLE_SPIN=0 BENCH_KV=0 bench "C2: seq16m with OPENDS_IDLE_SPIN=0 (A/B)" 40 10 \
+		--datasets none --callers seq16m --no-baselines --tag spin0
+	OPENDS_IO_KWORKERS=4 BENCH_KV=0 bench "C2: seq16m with OPENDS_IO_KWORKERS=4 (A/B)" 40 10 \
+		--datasets none --callers seq16m --no-baselines --tag kw4
 fi
 
 # a PART's records under their own name, so the halves can share a folder
