@@ -111,7 +111,9 @@ OPENDS_API opends_error_t opends_async_write(opends_handle_t fh, const void *buf
 /*
  * Wait for the operation and return its result as opends_sync_* would.
  * Awaiting a completed future again returns the same result; futures may be
- * awaited in any order.
+ * awaited in any order. opends_driver_close waits for the operations of
+ * futures not yet awaited: after it they are complete, and await and poll
+ * still give their results (the future is the caller's memory).
  * Errors: -OPENDS_INVALID_VALUE (NULL, or a future that was never
  * submitted: all zero bytes); else the operation's, as opends_sync_read's
  * or opends_sync_write's.
