@@ -258,6 +258,32 @@ static struct {
 	struct made *made;  /* every allocation, for ods_staging_fini */
 } stage_pool = { PTHREAD_MUTEX_INITIALIZER, { NULL }, NULL };
 
+/* What the pool reserved of the staging budget: at most half of it, so
+ * that what the budget must also hold later (a source's engine at its
+ * first registration, read-ahead) still fits; an operation whose staging
+ * would not fit runs the general way, within the budget (rel, test_diff
+ * with OPENDS_MAX_PINNED=1m: the pool had taken all of it). */
+static atomic_size_t pool_reserved;
+
+static bool pool_reserve(size_t n)
+{
+	size_t half = ods_pinned_budget(&ods_drv.cfg) / 2, cur = atomic_load(&pool_reserved);
+	do {
+		if (n > half || cur > half - n)
+			return false;
+	} while (!atomic_compare_exchange_weak(&pool_reserved, &cur, cur + n));
+	if (ods_pinned_reserve(n))
+		return true;
+	atomic_fetch_sub(&pool_reserved, n);
+	return false;
+}
+
+static void pool_release(size_t n)
+{
+	ods_pinned_release(n);
+	atomic_fetch_sub(&pool_reserved, n);
+}
+
 static size_t class_size(unsigned c)
 {
 	return (size_t)65536 << c;
@@ -295,14 +321,14 @@ void *ods_staging_get(size_t n, unsigned *cls, bool *over)
 	struct made *m = malloc(sizeof(*m));
 	if (!m)
 		return NULL;
-	if (!ods_pinned_reserve(sz) && (sz == cs || !ods_pinned_reserve(sz = cs))) {
+	if (!pool_reserve(sz) && (sz == cs || !pool_reserve(sz = cs))) {
 		free(m);
 		*over = true;
 		return NULL;
 	}
 	char *b = pinned_alloc(sz);
 	if (!b) {
-		ods_pinned_release(sz);
+		pool_release(sz);
 		free(m);
 		return NULL;
 	}
@@ -342,7 +368,7 @@ void ods_staging_fini(void)
 		next = m->next;
 		if (m->back == m->size / class_size(m->cls)) {
 			pinned_free(m->p, m->size);
-			ods_pinned_release(m->size);
+			pool_release(m->size);
 		}
 		free(m);
 	}
@@ -363,4 +389,5 @@ void ods_dispatch_forget(void)
 	stage_pool.lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
 	memset(stage_pool.free, 0, sizeof(stage_pool.free));
 	stage_pool.made = NULL;
+	atomic_store(&pool_reserved, 0);
 }
