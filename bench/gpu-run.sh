@@ -15,7 +15,8 @@
 #      small tensors against one file (issue 22, python/bench_many_tensors.py),
 #      both as rows of records.csv;
 #   C2. when time is left: seq16m again with OPENDS_IDLE_SPIN=0 and with
-#      OPENDS_IO_KWORKERS=4 (AB=0 skips it), as opends:uring+spin0 / +kw4;
+#      OPENDS_IO_KWORKERS=4, imagenetish hot async/batch with 4 and 16
+#      workers (AB=0 skips it), as opends:uring+spin0 / +kw4 / +t4 / +t16;
 #   then bench/report on the folder.
 # Each opends-bench step is its own command with its own time limit
 # (--append into one records.csv; each command measures the ceilings its
@@ -271,6 +272,11 @@ if [ "${AB:-1}" = 1 ] && in_part 2; then
 		--datasets none --callers seq16m --no-baselines --tag spin0
 	OPENDS_IO_KWORKERS=4 BENCH_KV=0 bench "C2: seq16m with OPENDS_IO_KWORKERS=4 (A/B)" 40 10 \
 		--datasets none --callers seq16m --no-baselines --tag kw4
+	for t in 4 16; do # hot small files: is the worker count the limit? (small's question)
+		OPENDS_IO_THREADS=$t BENCH_KV=0 bench "C2: imagenetish hot async/batch with OPENDS_IO_THREADS=$t (A/B)" 40 10 \
+			--datasets imagenetish --legs imagenetish:async:hot,imagenetish:batch:hot --callers none \
+			--no-baselines --tag t$t
+	done
 fi
 
 # a PART's records under their own name, so the halves can share a folder
