@@ -20,6 +20,8 @@
  *   taking turns two threads take strict turns, each call continuing the
  *                other thread's: no stream (a stream is one thread's), so
  *                nothing is read ahead or served from it; byte-exact
+ *   budget       read-ahead takes at most half of what is left of the
+ *                staging budget: the fourth of four handles gets none
  *   other device (hostdev, two simulated devices) the calls go to device
  *                0, then device 1, then device 0 again: byte-exact, served
  *                from read-ahead across the switches
@@ -332,6 +334,47 @@ static void taking_turns(void)
 #define HOSTDEV_BASE ((uintptr_t)0x7e8000000000ull) /* src/accel/host/host.c */
 #define HOSTDEV_SPAN ((uintptr_t)1 << 36)
 
+/* Read-ahead takes at most half of what is left of the staging budget
+ * (OPENDS_MAX_PINNED), so an engine opened later still finds staging: with
+ * 40 MiB, of which the engine holds 4 workers x 4 x 1 MiB, 24 MiB are left
+ * and each handle reading ahead takes 3 x 2 MiB: the first three handles
+ * read ahead (6 of 24, 18, 12 left), the fourth not (6 > 6 / 2); taking
+ * what fits, all four would. */
+static void budget(void)
+{
+	if (!applies) {
+		printf("budget: read-ahead does not apply here\n");
+		return;
+	}
+	static const opends_setting_t set[] = { { "OPENDS_MAX_PINNED", "40m" },
+						{ "OPENDS_IO_THREADS", "4" },
+						{ "OPENDS_QUEUE_DEPTH", "4" },
+						{ "OPENDS_CHUNK_SIZE", "1m" } };
+	OK(opends_driver_open_with(set, sizeof(set) / sizeof(set[0])));
+	uint8_t *mem = t_xmalloc(S + 4096);
+	int fd[4];
+	opends_handle_t fh[4];
+	unsigned long n[4];
+	for (int i = 0; i < 4; i++) {
+		fd[i] = t_open(path, O_RDONLY, false);
+		fh[i] = t_register(fd[i]);
+		for (unsigned k = 0; k < 6; k++)
+			read_call(fh[i], mem, k, hashpat, "budget");
+		n[i] = served(fh[i]);
+	}
+	CHECKF(n[0] > 0 && n[1] > 0 && n[2] > 0 && n[3] == 0,
+	       "budget: calls served from read-ahead per handle %lu %lu %lu %lu, want the first three > 0 and the fourth 0",
+	       n[0], n[1], n[2], n[3]);
+	for (int i = 0; i < 4; i++) {
+		OK(opends_handle_deregister(fh[i]));
+		close(fd[i]);
+	}
+	free(mem);
+	OK(opends_driver_close());
+	printf("budget: three handles read ahead within half of what is left each (%lu %lu %lu), the fourth not\n", n[0],
+	       n[1], n[2]);
+}
+
 static void other_device(void)
 {
 	const char *acc = getenv("OPENDS_ACCEL");
@@ -386,6 +429,7 @@ int main(int argc, char **argv)
 	switches(mem);
 	two_threads();
 	taking_turns();
+	budget();
 	other_device();
 	free(mem);
 	t_rm_dir();

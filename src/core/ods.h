@@ -447,6 +447,7 @@ int ods_copy_checked(void *dst, const void *src, size_t n);
  * bytes here first, so their total stays within it (src/core/stage.c). */
 size_t ods_pinned_budget(const struct ods_config *cfg); /* the budget in bytes */
 bool ods_pinned_reserve(size_t n); /* false: it would not fit */
+size_t ods_pinned_left(void);       /* what is not reserved now */
 void ods_pinned_release(size_t n);
 void ods_pinned_forget(void); /* the child of fork: no engine, nothing reserved */
 

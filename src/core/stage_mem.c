@@ -45,6 +45,12 @@ bool ods_pinned_reserve(size_t n)
 	return true;
 }
 
+size_t ods_pinned_left(void)
+{
+	size_t budget = ods_pinned_budget(&ods_drv.cfg), held = atomic_load(&pinned_reserved);
+	return held < budget ? budget - held : 0;
+}
+
 void ods_pinned_release(size_t n)
 {
 	atomic_fetch_sub(&pinned_reserved, n);

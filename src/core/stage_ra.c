@@ -22,8 +22,8 @@
  * reads of the next ranges are (gpu1, the engine alone, runs at 44.6).
  *
  * Bounded: RA_BUFS buffers of the call's size per handle that reads ahead,
- * taken from the staging budget (OPENDS_MAX_PINNED) and given back at
- * deregistration; calls above RA_MAX or at most the inline size
+ * taken from the staging budget (OPENDS_MAX_PINNED; at most half of what
+ * is left of it) and given back at deregistration; calls above RA_MAX or at most the inline size
  * (OPENDS_INLINE_MAX) never read ahead, and neither does a handle whose
  * buffers do not fit the budget. Only reads into device memory: into host
  * memory the engine already reads straight into the caller's buffer with
@@ -270,7 +270,10 @@ static bool bufs_get(struct ra *r, size_t n)
 	if (r->cap >= n)
 		return true;
 	bufs_free(r);
-	if (r->refused || !ods_pinned_reserve(RA_BUFS * n)) {
+	/* at most half of what is left: read-ahead is opportunistic, and an
+	 * engine opened later (a source's) needs its staging (rel's finding:
+	 * four handles reading ahead took all of a 1 MiB budget) */
+	if (r->refused || RA_BUFS * n > ods_pinned_left() / 2 || !ods_pinned_reserve(RA_BUFS * n)) {
 		r->refused = true;
 		return false;
 	}
