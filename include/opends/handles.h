@@ -77,8 +77,8 @@ OPENDS_API opends_error_t opends_handle_deregister(opends_handle_t fh);
  * OPENDS_ADVICE_RANDOM never. Calls above 64 MiB or at most
  * OPENDS_INLINE_MAX, block devices, host memory and sources never read
  * ahead. Memory: three buffers of the call's size per handle that reads
- * ahead, inside OPENDS_MAX_PINNED (none when they do not fit), freed at
- * deregistration.
+ * ahead, taken from OPENDS_MAX_PINNED when they fit in half of what is
+ * left of it (else none), freed at deregistration.
  * Guarantee: a read never returns bytes older than
  * - any write through this library (any handle of the same file, sync,
  *   async, batch or stream) that started before the read was called;
