@@ -340,6 +340,26 @@ static void case_cancel(void)
 	printf("cancel: from the middle and the tail of the queue, -ECANCELED, the rest byte-exact\n");
 }
 
+/* hostdev with two simulated devices, its (zeroed) configuration */
+static struct ods_config *two_devices(void)
+{
+	setenv("OPENDS_HOSTDEV_DEVICES", "2", 1);
+	char why[256];
+	static struct ods_config cfg;
+	if (ods_accel_hostdev.open(&cfg, why, sizeof(why)))
+		FAIL("hostdev with two devices: %s", why);
+	return &cfg;
+}
+
+/* the gate mover without the extra workers (as the sources' engine's) */
+static const struct ods_mover *plain_mover(void)
+{
+	static struct ods_mover plain;
+	plain = gate_mover;
+	plain.device_workers = false;
+	return &plain;
+}
+
 /* The extra workers: on an accelerator with two devices and a worker count
  * the backend chose (no OPENDS_IO_THREADS), as many workers again are
  * started, and they take chunks only while requests for two or more devices
@@ -351,25 +371,19 @@ static void case_cancel(void)
  * them, there are none. */
 static void case_extra(void)
 {
-	setenv("OPENDS_HOSTDEV_DEVICES", "2", 1);
-	char why[256];
-	static struct ods_config cfg;
-	if (ods_accel_hostdev.open(&cfg, why, sizeof(why)))
-		FAIL("hostdev with two devices: %s", why);
+	struct ods_config *cfgp = two_devices();
 	/* variant 0: extra workers; 1: OPENDS_IO_THREADS given; 2: a mover
 	 * that does not ask for them (the sources' engine) */
 	static const char *const what[3] = { "two devices", "OPENDS_IO_THREADS given",
 					     "a mover without device_workers" };
-	static struct ods_mover plain;
-	plain = gate_mover;
-	plain.device_workers = false;
+	const struct ods_mover *plain = plain_mover();
 	for (unsigned v = 0; v <= 2; v++) {
 		bool given = v != 0;
 		reset();
-		cfg.io_threads = v == 1 ? 2 : 0;
+		cfgp->io_threads = v == 1 ? 2 : 0;
 		struct ods_stage_params p = { .threads = 2, .depth = 2, .chunk = CHUNK, .spin_us = 0 };
 		struct ods_stage *s;
-		if (ods_stage_open(&s, &p, v == 2 ? &plain : &gate_mover, &cfg, &ods_accel_hostdev))
+		if (ods_stage_open(&s, &p, v == 2 ? plain : &gate_mover, cfgp, &ods_accel_hostdev))
 			FAIL("ods_stage_open: %s", opends_last_error_detail());
 		struct req a, b;
 		submit(s, &a, 0, 0, LEN, false);
@@ -418,42 +432,37 @@ static void case_extra(void)
  * worker, 0. */
 static void case_chunkfit(void)
 {
-	setenv("OPENDS_HOSTDEV_DEVICES", "2", 1);
-	char why[256];
-	static struct ods_config cfg;
-	if (ods_accel_hostdev.open(&cfg, why, sizeof(why)))
-		FAIL("hostdev with two devices: %s", why);
-	static struct ods_mover plain;
-	plain = gate_mover;
-	plain.device_workers = false;
-	cfg.max_pinned = 200u << 10;
-	ods_drv.cfg.max_pinned = cfg.max_pinned; /* (what ods_pinned_reserve reads) */
+	struct ods_config *cfg = two_devices();
+	const struct ods_mover *plain = plain_mover();
+	cfg->io_threads = 0;
+	cfg->max_pinned = 200u << 10;
+	ods_drv.cfg.max_pinned = cfg->max_pinned; /* (what ods_pinned_reserve reads) */
 	struct ods_stage_params p = { .threads = 2, .depth = 4, .chunk = 1u << 20, .spin_us = 0 };
 	size_t c;
-	if ((c = ods_stage_chunk_fit(&p, &plain, &cfg, &ods_accel_hostdev)) != 64u << 10)
+	if ((c = ods_stage_chunk_fit(&p, plain, cfg, &ods_accel_hostdev)) != 64u << 10)
 		FAIL("chunk_fit, 2 workers in 200 KiB: %zu, want 65536", c);
-	if ((c = ods_stage_chunk_fit(&p, &gate_mover, &cfg, &ods_accel_hostdev)) != 32u << 10)
+	if ((c = ods_stage_chunk_fit(&p, &gate_mover, cfg, &ods_accel_hostdev)) != 32u << 10)
 		FAIL("chunk_fit, 2 + 2 extra workers in 200 KiB: %zu, want 32768", c);
 	struct ods_stage_params q = p;
 	q.chunk = 48u << 10;
-	if ((c = ods_stage_chunk_fit(&q, &plain, &cfg, &ods_accel_hostdev)) != 48u << 10)
+	if ((c = ods_stage_chunk_fit(&q, plain, cfg, &ods_accel_hostdev)) != 48u << 10)
 		FAIL("chunk_fit of a chunk that fits: %zu, want 49152", c);
 	struct ods_stage *s;
 	q.chunk = 128u << 10;
-	if (ods_stage_open(&s, &q, &plain, &cfg, &ods_accel_hostdev) != OPENDS_DRIVER_INVALID_PROPS)
+	if (ods_stage_open(&s, &q, plain, cfg, &ods_accel_hostdev) != OPENDS_DRIVER_INVALID_PROPS)
 		FAIL("open with 2 x 128 KiB in 200 KiB was not refused");
 	q.chunk = 64u << 10;
-	if (ods_stage_open(&s, &q, &plain, &cfg, &ods_accel_hostdev))
+	if (ods_stage_open(&s, &q, plain, cfg, &ods_accel_hostdev))
 		FAIL("open with the fitted chunk: %s", opends_last_error_detail());
 	/* it holds 2 x 64 KiB (depth cut to 1): 72 KiB left, 36 per worker */
-	if ((c = ods_stage_chunk_fit(&p, &plain, &cfg, &ods_accel_hostdev)) != 32u << 10)
+	if ((c = ods_stage_chunk_fit(&p, plain, cfg, &ods_accel_hostdev)) != 32u << 10)
 		FAIL("chunk_fit with 128 KiB of the budget held: %zu, want 32768", c);
 	ods_stage_close(s);
-	if ((c = ods_stage_chunk_fit(&p, &plain, &cfg, &ods_accel_hostdev)) != 64u << 10)
+	if ((c = ods_stage_chunk_fit(&p, plain, cfg, &ods_accel_hostdev)) != 64u << 10)
 		FAIL("chunk_fit after close: %zu, want 65536", c);
 	q = p;
 	q.threads = 64; /* 3.1 KiB each */
-	if ((c = ods_stage_chunk_fit(&q, &plain, &cfg, &ods_accel_hostdev)) != 0)
+	if ((c = ods_stage_chunk_fit(&q, plain, cfg, &ods_accel_hostdev)) != 0)
 		FAIL("chunk_fit for 64 workers in 200 KiB: %zu, want 0", c);
 	printf("chunkfit: 64 KiB of 1 MiB for 2 workers in 200 KiB (32 with extra workers or with 128 KiB held), kept "
 	       "when it fits, 0 under 4 KiB a worker\n");
