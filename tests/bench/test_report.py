@@ -89,6 +89,17 @@ def test_small_file_sync_legs_read_against_their_own_concurrency(tmp_path):
     assert row_of(summary, "imagenetish async cold")[2:] == ["ceiling-disk 1600", "0.90"]
 
 
+def test_summary_takes_the_default_not_a_tagged_variant(tmp_path):
+    rows = write(tmp_path, [
+        ("imagenetish", "batch", "ceiling-disk", "cold", 1, 1, "1600", 0),
+        ("imagenetish", "async", "opends:uring", "cold", 1, 1, "1440", 0),
+        ("imagenetish", "async", "opends:uring+t16", "cold", 1, 1, "1900", 0),  # an A/B row
+    ])
+    assert row_of(report.summary_table(rows), "imagenetish async cold")[1:] == [
+        "1440 MiB/s (uring)", "ceiling-disk 1600", "0.90"]
+    assert "1440 (uring)" in report.readme_table(rows, "bench/results/x")
+
+
 def test_readme_table_picks_best_backend_of_the_folder(tmp_path):
     rows = write(tmp_path, [
         ("tiktokish", "stream", "ceiling-disk", "cold", 1, 1, "1000", 0),
