@@ -210,6 +210,10 @@ struct ods_io {
 	 * out a wake-up syscall. (Kept apart from cancelled: a load of both
 	 * flags together would overlap batch cancel's atomic store.) */
 	bool leaf;
+	/* a write past the end of the file whose range the engine allocates
+	 * when it starts the write (ods_ra_write_begin decides; stage_queue.c
+	 * does it once the request can no longer be cancelled) */
+	bool allocate;
 };
 
 /* Validate an operation and fill io. Returns 0, or a negated error: an
@@ -341,6 +345,7 @@ void ods_ra_handle_close(struct ods_handle *h);
  * several chunks past the end of the file gets its range allocated first,
  * so that its O_DIRECT chunks run at once (stage_ra.c allocate_first) */
 void ods_ra_write_begin(struct ods_io *io);
+void ods_ra_write_allocate(const struct ods_io *io);
 
 extern const struct ods_backend ods_backend_ref;
 extern const struct ods_backend ods_backend_gds; /* src/backends/gds/ (ODS_HAVE_GDS) */

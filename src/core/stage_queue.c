@@ -163,6 +163,7 @@ struct ods_stage_req *ods_stage_take_chunk(struct ods_stage_worker *w, off_t *c0
 			w->declined = true;
 			return NULL;
 		}
+		bool allocate = false;
 		if (!r->started) {
 			r->started = true;
 			if (atomic_load_explicit(&r->io->cancelled, memory_order_acquire)) {
@@ -172,6 +173,10 @@ struct ods_stage_req *ods_stage_take_chunk(struct ods_stage_worker *w, off_t *c0
 				ods_stage_req_put(r);
 				continue;
 			}
+			/* started: it runs to its end now, so its range may be
+			 * allocated (outside the lock; chunks other workers issue
+			 * meanwhile are written as they would be without it) */
+			allocate = r->io->allocate;
 		}
 		if (r != w->held_r) {
 			w->held_r = r;
@@ -186,6 +191,8 @@ struct ods_stage_req *ods_stage_take_chunk(struct ods_stage_worker *w, off_t *c0
 		if (*popped)
 			unqueue(s, r, prev);
 		pthread_mutex_unlock(&s->lock);
+		if (allocate)
+			ods_ra_write_allocate(r->io);
 		return r;
 	}
 }
