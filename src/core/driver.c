@@ -109,12 +109,17 @@ OPENDS_API opends_error_t opends_driver_open(void)
 OPENDS_API opends_error_t opends_driver_open_with(const opends_setting_t *settings, size_t n)
 {
 	pthread_once(&atfork_once, atfork_install);
-	if (ods_gate_state() == ODS_GATE_CLOSING)
+	/* In the reverse order of close's steps (gate CLOSING, drain, open =
+	 * false, teardown, gate CLOSED): once open reads false, the gate reads
+	 * CLOSING while close still tears down, CLOSED once it is done. The
+	 * other order could read OPEN, then false after close's open = false,
+	 * and set up a driver that close then tears down. */
+	if (ods_is_open() && ods_gate_state() != ODS_GATE_CLOSING)
+		return ods_err(ods_fail(OPENDS_DRIVER_ALREADY_OPEN, "opends_driver_open: the driver is already open"),
+			       0);
+	if (ods_is_open() || ods_gate_state() == ODS_GATE_CLOSING)
 		return ods_err(ods_fail(OPENDS_DRIVER_ALREADY_OPEN, "opends_driver_open: the driver is still open: "
 					"opends_driver_close is in progress on another thread"),
-			       0);
-	if (ods_is_open())
-		return ods_err(ods_fail(OPENDS_DRIVER_ALREADY_OPEN, "opends_driver_open: the driver is already open"),
 			       0);
 	struct ods_driver d = { 0 };
 	int rc = ods_config_load_with(&d.cfg, settings, n);

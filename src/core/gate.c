@@ -103,9 +103,14 @@ bool ods_gate_busy_here(void)
 
 void ods_gate_forget(void)
 {
+	/* The child has only the forking thread: the other threads' passes
+	 * are gone, but its own (a fork from inside a call, e.g. a source's
+	 * callback) are given back when its calls return, so they stay
+	 * counted; else that leave would take the count below zero and a
+	 * later close in the child would wait forever. */
 	atomic_store_explicit(&state, ODS_GATE_CLOSED, memory_order_relaxed);
 	for (int i = 0; i < SHARDS; i++)
 		atomic_store_explicit(&inside[i].n, 0, memory_order_relaxed);
-	me.depth = 0;
-	me.callbacks = 0;
+	if (me.shard)
+		atomic_store_explicit(&inside[me.shard - 1].n, (long)me.depth, memory_order_relaxed);
 }
