@@ -76,8 +76,10 @@ class config:
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        _lib.driver_close()
-        self._restore()
+        try:
+            _lib.driver_close()
+        finally:  # a refused or failed close still puts the settings back
+            self._restore()
 
     @staticmethod
     def get(name: Optional[str] = None) -> Any:

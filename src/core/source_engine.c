@@ -628,17 +628,23 @@ int ods_src_engine_start(void)
 	if (!srcs.stage) {
 		char was[256];
 		snprintf(was, sizeof(was), "%s", opends_last_error_detail());
-		/* sized from what is left of the budget (one try: any other
-		 * refusal of the open is reported as it is) */
+		/* sized from what is left of the budget; fitted again if the
+		 * budget shrank between the fit and the open (the uring bounce
+		 * pool and read-ahead reserve without this lock), a few times */
 		struct ods_stage_params p = { ENG_THREADS, ENG_DEPTH, ENG_CHUNK, 0 };
-		p.chunk = ods_stage_chunk_fit(&p, &source_mover, &ods_drv.cfg, ods_drv.accel);
-		if (!p.chunk)
-			rc = ods_fail(OPENDS_DRIVER_INVALID_PROPS,
-				      "sources: the staging budget (OPENDS_MAX_PINNED, %zu MiB) has less than 4 KiB per "
-				      "worker left for the source engine's %u workers",
-				      ods_pinned_budget(&ods_drv.cfg) >> 20, ENG_THREADS);
-		else
+		for (int tries = 0; tries < 4; tries++) {
+			p.chunk = ods_stage_chunk_fit(&p, &source_mover, &ods_drv.cfg, ods_drv.accel);
+			if (!p.chunk) {
+				rc = ods_fail(OPENDS_DRIVER_INVALID_PROPS,
+					      "sources: the staging budget (OPENDS_MAX_PINNED, %zu MiB) has less than 4 KiB "
+					      "per worker left for the source engine's %u workers",
+					      ods_pinned_budget(&ods_drv.cfg) >> 20, ENG_THREADS);
+				break;
+			}
 			rc = ods_stage_open(&srcs.stage, &p, &source_mover, &ods_drv.cfg, ods_drv.accel);
+			if (rc != OPENDS_DRIVER_INVALID_PROPS)
+				break;
+		}
 		if (!rc)
 			ods_fail(0, "%s", was); /* a success leaves the detail as it was */
 	}

@@ -97,15 +97,15 @@ void ods_aop_publish(struct aop *op)
 	/* atomic: a caller may look at it while the stream runs */
 	__atomic_store_n(op->a.result, r, __ATOMIC_RELEASE);
 	op->p[n - 1].opened = true;
+	if (op->t_enq) { /* (before the gate: the dispatcher reads t_pub once the op is out) */
+		op->t_pub = ods_sst_now();
+		ods_sst_add(SST_PUB_NS, op->t_pub - op->t_enq);
+	}
 	acc->gate_open(op->p[n - 1].gate);
 	/* after the gate: a sync it wakes then finds only the last copy left
 	 * on the stream (the stream's entry stays until then, even if the
 	 * stream is destroyed meanwhile) */
 	ods_aop_published(op);
-	if (op->t_enq) {
-		op->t_pub = ods_sst_now();
-		ods_sst_add(SST_PUB_NS, op->t_pub - op->t_enq);
-	}
 	/* without staging, nothing queued after the gate needs op: this is
 	 * the stream's end of it */
 	if (!op->stage)
