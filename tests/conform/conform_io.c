@@ -13,6 +13,8 @@
 #include "conform.h"
 
 #include <pthread.h>
+#include <sched.h>
+#include <time.h>
 
 #define FSIZE (3 * 1024 * 1024 + 1234)
 #define CAN 0x5A
@@ -188,9 +190,17 @@ static void async(void)
 	C_SSZ(opends_async_await(&f), 0);
 	/* poll until done without blocking, then the result */
 	C_OK(opends_async_read(fh, buf, 65536, 4096, 0, &f));
-	int p, spins = 0;
-	while ((p = opends_async_poll(&f)) == 0 && spins++ < 10000000)
-		;
+	/* (bounded by time, not a count of polls: on a loaded 2-core CI
+	 * machine the worker may not run for longer than 10 million polls) */
+	int p;
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while ((p = opends_async_poll(&f)) == 0) {
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (t.tv_sec - t0.tv_sec > 30)
+			break;
+		sched_yield();
+	}
 	C_SSZ(p, 1);
 	C_SSZ(opends_async_await(&f), 65536);
 	C_TRUE(c_same(buf, 65536, 4096), "async_read after poll: wrong bytes");
