@@ -14,18 +14,7 @@
  */
 #include "common.h"
 
-#include "ods.h"
-
-#define ROUNDS 2000u
-#define PIECE ((size_t)64 << 10)
-#define NPIECE 16u
-#define FSIZE (NPIECE * PIECE)
-
-static long inflight_of(opends_handle_t fh)
-{
-	struct ods_handle *h = ods_handle_lookup(fh);
-	return h ? atomic_load(&h->inflight) : -1;
-}
+#include "release_test.h"
 
 int main(int argc, char **argv)
 {
