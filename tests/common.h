@@ -33,6 +33,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -106,6 +107,27 @@ static inline void t_failed(void)
 			FAILF(__VA_ARGS__);                                                   \
 		}                                                                             \
 	} while (0)
+
+/* One case in a process of its own (a fork, a driver state the next case
+ * must not inherit): the child runs fn under the phase name and exits with
+ * its failures; says whether it passed and prints "name: OK/FAILED". */
+static inline bool t_case_in_child(const char *name, void (*fn)(void))
+{
+	fflush(NULL);
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		t_phase = name;
+		fn();
+		fflush(NULL);
+		_exit(t_failures ? 1 : 0);
+	}
+	int st = 0;
+	CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
+	bool ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+	printf("%s: %s\n", name, ok ? "OK" : "FAILED");
+	return ok;
+}
 
 /* A failure must leave a sentence for opends_last_error_detail(). */
 #define CHECK_DETAIL()                                                                        \

@@ -209,26 +209,8 @@ int main(void)
 	} cases[] = { { "bad", c_bad }, { "twice", c_twice }, { "applied", c_applied }, { "env", c_env } };
 	t_watchdog(120);
 	int failed = 0;
-	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
-		fflush(NULL);
-		pid_t pid = fork();
-		if (pid < 0) {
-			perror("fork");
-			return 1;
-		}
-		if (pid == 0) {
-			t_phase = cases[i].name;
-			cases[i].fn();
-			fflush(NULL);
-			_exit(t_failures ? 1 : 0);
-		}
-		int st = 0;
-		if (waitpid(pid, &st, 0) != pid)
-			return 1;
-		bool ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
-		printf("%s: %s\n", cases[i].name, ok ? "OK" : "FAILED");
-		failed += !ok;
-	}
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++)
+		failed += !t_case_in_child(cases[i].name, cases[i].fn);
 	printf("%d passed, %d failed\n", (int)(sizeof(cases) / sizeof(*cases)) - failed, failed);
 	return failed ? 1 : 0;
 }

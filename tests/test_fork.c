@@ -173,22 +173,8 @@ int main(void)
 		void (*fn)(void);
 	} cases[] = { { "open", c_open }, { "closed", c_closed } };
 	int failed = 0;
-	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
-		fflush(NULL);
-		pid_t pid = fork();
-		CHECK(pid >= 0);
-		if (pid == 0) {
-			t_phase = cases[i].name;
-			cases[i].fn();
-			fflush(NULL);
-			_exit(t_failures ? 1 : 0);
-		}
-		int st = 0;
-		CHECK(waitpid(pid, &st, 0) == pid);
-		bool ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
-		printf("%s: %s\n", cases[i].name, ok ? "OK" : "FAILED");
-		failed += !ok;
-	}
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++)
+		failed += !t_case_in_child(cases[i].name, cases[i].fn);
 	free(oracle);
 	printf("%d passed, %d failed\n", (int)(sizeof(cases) / sizeof(*cases)) - failed, failed);
 	return failed ? 1 : 0;
