@@ -11,10 +11,11 @@ static _Thread_local char detail[256];
 /* The accelerator driver's result code of this thread's last failure
  * (ods_fail_backend), for the opends_error_t that reports it: taken by
  * ods_err only for the same code, and cleared by every ods_fail and every
- * ods_err, so a later failure never shows an older one's code. */
+ * ods_err (not by ods_ok: a success reports 0 without looking), so a later
+ * failure never shows an older one's code. */
 static _Thread_local struct {
 	int code, backend;
-} last_backend;
+} last_backend __attribute__((tls_model("initial-exec"))); /* read at every failed return: no __tls_get_addr */
 
 atomic_bool ods_forked;
 

@@ -103,7 +103,10 @@ static inline opends_error_t ods_err(int code, int backend_err)
 }
 static inline opends_error_t ods_ok(void)
 {
-	return ods_err(OPENDS_SUCCESS, 0);
+	/* (no look at the failure record: every successful call returns here,
+	 * and ods_fail clears the record before any later failure) */
+	opends_error_t e = { OPENDS_SUCCESS, 0 };
+	return e;
 }
 
 /* ---- configuration (src/core/config.c) -------------------------------- */
