@@ -13,7 +13,9 @@
 #   logs go to $OUT (default ./gpu-out/compare).
 # Runs: C program with host memory, with GPU 0's memory, and (two GPUs)
 # with GPU 1's memory while GPU 1's context is current; the C++ program
-# with host memory by LD_LIBRARY_PATH and by LD_PRELOAD.
+# with host memory by LD_LIBRARY_PATH and by LD_PRELOAD; the shaped
+# programs (cufile_sample_rw, _batch_poll, _async, _threads: prog.h) with
+# host memory and with GPU 0's.
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 B=$(cd "${1:-build-gpu}" && pwd) || exit 1
@@ -42,6 +44,16 @@ gcc -std=c11 -Wall -Wextra -O1 -DPROG_CUDA -I"$NV_INC" -I"$CUDA_DIR/include" "$h
 	-o "$OUT/cufile_prog" -L"$nv_dir" -l:libcufile.so.0 -L"$CUDA_DIR/lib64/stubs" -lcuda -ldl || exit 1
 g++ -std=c++17 -Wall -Wextra -O1 -I"$NV_INC" "$here/cufile_prog.cpp" -o "$OUT/cufile_prog_cxx" \
 	-Wl,--as-needed -L"$nv_dir" -l:libcufile.so.0 || exit 1
+# the programs in real programs' shapes (prog.h), with device memory too
+for p in cufile_sample_rw.c cufile_batch_poll.c cufile_async.c cufile_threads.cpp; do
+	case $p in
+	*.cpp) g++ -std=c++17 -Wall -Wextra -O1 -DPROG_CUDA -I"$NV_INC" -I"$CUDA_DIR/include" "$here/$p" \
+		-o "$OUT/${p%.*}" -Wl,--as-needed -L"$nv_dir" -l:libcufile.so.0 -L"$CUDA_DIR/lib64/stubs" -lcuda -ldl \
+		-pthread || exit 1 ;;
+	*) gcc -std=c11 -Wall -Wextra -O1 -DPROG_CUDA -I"$NV_INC" -I"$CUDA_DIR/include" "$here/$p" -o "$OUT/${p%.*}" \
+		-L"$nv_dir" -l:libcufile.so.0 -L"$CUDA_DIR/lib64/stubs" -lcuda -ldl || exit 1 ;;
+	esac
+done
 echo "built against $NV_LIB (cuFile $(readlink -f "$NV_LIB" | sed 's/.*\.so\.//'))"
 echo "the C++ program NEEDs: $(readelf -d "$OUT/cufile_prog_cxx" | sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p' | tr '\n' ' ')"
 
@@ -50,6 +62,9 @@ cd "$work" || exit 1 # NVIDIA's cuFile writes cufile.log into the working folder
 runs=("c-host|cufile_prog|--mem=host" "c-gpu0|cufile_prog|--mem=device")
 [ "$ngpu" -ge 2 ] && runs+=("c-gpu1|cufile_prog|--gpu=1")
 runs+=("cxx-host|cufile_prog_cxx|")
+for p in sample_rw batch_poll async threads; do
+	runs+=("$p-host|cufile_$p|--mem=host" "$p-gpu0|cufile_$p|--mem=device")
+done
 
 # the machine's own search path (libcuda.so.1 may be found through it) stays behind ours
 keep=${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}

@@ -181,6 +181,15 @@ EXPORT CUfileError_t cuFileDriverGetProperties(CUfileDrvProps_t *props)
 	return cfd_st(CU_FILE_SUCCESS, 0);
 }
 
+unsigned cfd_batch_size(void)
+{
+	pthread_mutex_lock(&cfd_lock);
+	defaults_locked();
+	unsigned n = clamp_uint(size_val[CUFILE_PARAM_PROPERTIES_IO_BATCHSIZE]);
+	pthread_mutex_unlock(&cfd_lock);
+	return n;
+}
+
 /* The legacy setters work whether or not the driver is open; a value with
  * an OpenDS counterpart takes effect at the next open of OpenDS. */
 static CUfileError_t set_size(int param, size_t v, int out_of_range)

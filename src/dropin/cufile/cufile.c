@@ -476,6 +476,11 @@ EXPORT CUfileError_t cuFileBatchIOSetUp(CUfileBatchHandle_t *batch_idp, unsigned
 {
 	if (!batch_idp)
 		return cfd_st(CU_FILE_INVALID_VALUE, 0);
+	/* no more than the max_batch_io_size reported: cuFile's io_batchsize
+	 * (128 unless set) may be below OpenDS's own limit, which
+	 * opends_batch_setup applies */
+	if (nr > cfd_batch_size())
+		return cfd_st(CU_FILE_INVALID_VALUE, 0);
 	CFD_ENTER(e);
 	if (e.err)
 		return e;

@@ -63,4 +63,10 @@ void cfd_leave(struct cfd_gate *g);
 #define CFD_SETTINGS_MAX 8
 size_t cfd_config_settings_locked(opends_setting_t *out, char (*buf)[32]);
 
+/* config.c: the batch size cuFileDriverGetProperties reports as
+ * max_batch_io_size before OpenDS's own limit is applied (the
+ * PROPERTIES_IO_BATCHSIZE parameter, 128 unless set): the most entries
+ * cuFileBatchIOSetUp accepts. */
+unsigned cfd_batch_size(void);
+
 #endif
