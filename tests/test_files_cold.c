@@ -21,6 +21,11 @@
  * and no fstat (counted by the library's per-thread counters). Host
  * memory and the simulated device (hostdev): OPENDS_ACCEL from the
  * environment.
+ * Hot streak: a thread reading hot files one after the other (a File per
+ * image: register, read whole, deregister) stops asking the page cache
+ * for each after 32 hot answers in a row (one read in 16 still asks),
+ * every read byte-exact, also a file dropped from the cache in the middle
+ * of the streak; with OPENDS_AB_INLINE_PROBE=always every read asks.
  */
 #include "common.h"
 
@@ -30,6 +35,8 @@
 extern atomic_ulong ods_uring_submits;
 /* this thread's cachestat and fstat calls (uring_cache.c, registry.c) */
 extern _Thread_local unsigned long ods_uring_cachestats, ods_size_lookups;
+/* this thread's reads whose page-cache probe was skipped on a hot streak */
+extern _Thread_local unsigned long ods_uring_probes_skipped;
 
 #define SLACK 4096
 
@@ -62,6 +69,73 @@ static void read_check(opends_handle_t fh, uint8_t *mem, const uint8_t *oracle, 
 	if (t_first_not(mem, bo, T_CANARY, &at) || t_first_not(mem + bo + want, size - want + SLACK, T_CANARY, &at))
 		FAILF("%s: file of %zu, read %zu at %lld wrote outside the %zu bytes returned", what, fsize, size,
 		      (long long)off, want);
+}
+
+/* n files of about 100 KB read hot, each through its own registration;
+ * the file `cold` (if < n) dropped from the page cache first. Counts this
+ * thread's probes and skipped probes. */
+static void streak_files(const char *path, const uint8_t *oracle, size_t fsize, unsigned n, unsigned cold,
+			 unsigned long *probes, unsigned long *skipped)
+{
+	uint8_t *mem = t_xmalloc(fsize + SLACK);
+	unsigned long c0 = ods_uring_cachestats, k0 = ods_uring_probes_skipped;
+	for (unsigned i = 0; i < n; i++) {
+		int fd = t_open(path, O_RDONLY, false);
+		if (i == cold)
+			drop(fd);
+		opends_handle_t fh = t_register(fd);
+		read_check(fh, mem, oracle, fsize, 0, fsize, 0, i == cold ? "streak, cold file" : "streak");
+		OK(opends_handle_deregister(fh));
+		close(fd);
+	}
+	*probes = ods_uring_cachestats - c0;
+	*skipped = ods_uring_probes_skipped - k0;
+	free(mem);
+}
+
+static void hot_streak(bool always)
+{
+	size_t fsize = 100003;
+	uint8_t *oracle = t_oracle(fsize, hashpat);
+	char path[PATH_MAX];
+	t_path(path, sizeof(path), always ? "streak-a.bin" : "streak.bin");
+	t_write_pattern_file(path, fsize, hashpat);
+	int fd = t_open(path, O_RDONLY, false);
+	uint8_t *warm = t_xmalloc(fsize);
+	CHECK(t_pread_all(fd, warm, fsize, 0) == fsize);
+	close(fd);
+	free(warm);
+	if (always)
+		setenv("OPENDS_AB_INLINE_PROBE", "always", 1);
+	t_driver_open();
+	unsigned long probes, skipped;
+	/* a read slower than the page cache (a loaded machine) ends the
+	 * streak, so the skips are looked for over several rounds */
+	unsigned long p = 0, k = 0;
+	for (int round = 0; round < 20 && (always ? round < 1 : k == 0); round++) {
+		streak_files(path, oracle, fsize, 200, 100, &probes, &skipped);
+		CHECKF(probes + skipped == 200, "200 hot reads: %lu probes + %lu skipped", probes, skipped);
+		p += probes;
+		k += skipped;
+	}
+	printf("hot streak%s: %lu reads probed, %lu skipped\n", always ? " (always)" : "", p, k);
+	if (always)
+		CHECKF(k == 0 && p == 200, "OPENDS_AB_INLINE_PROBE=always: %lu probes, %lu skipped of 200 reads", p, k);
+	else
+		CHECKF(k > 0, "no probe skipped in %lu hot reads in a row", p + k);
+	OK(opends_driver_close());
+	unlink(path);
+	free(oracle);
+}
+
+static void hot_streak_default(void)
+{
+	hot_streak(false);
+}
+
+static void hot_streak_always(void)
+{
+	hot_streak(true);
 }
 
 int main(int argc, char **argv)
@@ -192,6 +266,10 @@ int main(int argc, char **argv)
 	}
 	free(mem);
 	free(oracle);
+	if (has_cachestat) {
+		CHECK(t_case_in_child("hot streak", hot_streak_default));
+		CHECK(t_case_in_child("hot streak, OPENDS_AB_INLINE_PROBE=always", hot_streak_always));
+	}
 	t_rm_dir();
 	printf("OK\n");
 	return 0;

@@ -31,5 +31,8 @@ void ods_uring_bounces_fini(void);
 off_t ods_uring_known_size(const struct ods_io *io);
 /* cachestat calls made on this thread (tests count a path's system calls) */
 extern _Thread_local unsigned long ods_uring_cachestats;
+/* reads whose page-cache probe this thread skipped on a hot streak
+ * (uring_inline.c) */
+extern _Thread_local unsigned long ods_uring_probes_skipped;
 
 #endif
