@@ -110,9 +110,15 @@ static void collect(struct ods_batch *b)
 static bool await_finish(struct ods_batch *b, unsigned seq, const struct timespec *dl, uint64_t spin_ns)
 {
 	if (spin_ns) {
-		uint64_t t0 = mono_ns();
+		/* (not past the caller's deadline) */
+		uint64_t t0 = mono_ns(), end = t0 + spin_ns;
+		uint64_t d = dl && (uint64_t)dl->tv_sec < UINT64_MAX / 1000000000u - 1
+				     ? (uint64_t)dl->tv_sec * 1000000000u + (uint64_t)dl->tv_nsec
+				     : UINT64_MAX;
+		if (d < end)
+			end = d;
 		while (atomic_load_explicit(&b->done_seq, memory_order_acquire) == seq) {
-			if (mono_ns() - t0 >= spin_ns)
+			if (mono_ns() >= end)
 				break;
 			for (int i = 0; i < 16; i++)
 				ods_cpu_relax();
