@@ -41,13 +41,18 @@
  *   internal fds stay open there until exec (close-on-exec). The parent is
  *   not affected. As with CUDA itself, a child cannot use the accelerator
  *   of a parent that has: open it with OPENDS_ACCEL=host there.
- * - opends_handle_deregister waits for the handle's requests already
- *   handed to the backend (async reads and writes, batch entries) to
- *   finish. Deregistering a handle while another thread is starting I/O on
- *   it or while stream operations on it have not started (synchronize the
- *   stream first), or deregistering a buffer or stream while I/O is in
- *   flight on it, is undefined (opends_driver_close waits for all I/O), as
- *   is closing an fd that another thread is reading.
+ * - opends_handle_deregister waits for the calls on the handle already
+ *   inside (a synchronous read or write on another thread) and for its
+ *   requests already handed to the backend (async reads and writes, batch
+ *   entries) to finish; a call that starts after it gets
+ *   OPENDS_HANDLE_NOT_REGISTERED, also once a new registration has reused
+ *   the handle's slot and memory: a stale handle never reaches another
+ *   file. From a callback of I/O on that same handle (a source's read) it
+ *   is refused with OPENDS_INVALID_VALUE (it would wait for itself).
+ *   Deregistering a handle while stream operations on it have not started
+ *   (synchronize the stream first), or deregistering a buffer or stream
+ *   while I/O is in flight on it, is undefined (opends_driver_close waits
+ *   for all I/O), as is closing an fd that another thread is reading.
  * - Accelerator context (CUDA): device memory of every GPU the process sees
  *   may be used, from any thread, at the same time. Each operation is
  *   served by the device that owns its buffer, in the context the buffer

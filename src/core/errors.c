@@ -8,14 +8,15 @@
 #include "ods.h"
 
 static _Thread_local char detail[256];
-/* The accelerator driver's result code of this thread's last failure
- * (ods_fail_backend), for the opends_error_t that reports it: taken by
- * ods_err only for the same code, and cleared by every ods_fail and every
- * ods_err (not by ods_ok: a success reports 0 without looking), so a later
- * failure never shows an older one's code. */
-static _Thread_local struct {
-	int code, backend;
-} last_backend __attribute__((tls_model("initial-exec"))); /* read at every failed return: no __tls_get_addr */
+/* ods.h: this thread's calls, held handles and the accelerator driver's
+ * result code of its last failure (ods_fail_backend), for the
+ * opends_error_t that reports it: taken by ods_err only for the same code,
+ * and cleared by every ods_fail, every ods_err (not by ods_ok: a success
+ * reports 0 without looking) and at the start of every public call, so a
+ * failure never shows an older one's code (one inside a synchronous read,
+ * which returns a number and no opends_error_t, is not seen by the next
+ * call that fails with the same code and no detail of its own). */
+_Thread_local struct ods_calls ods_calls __attribute__((tls_model("initial-exec")));
 
 atomic_bool ods_forked;
 
@@ -36,8 +37,7 @@ int ods_fail(int code, const char *fmt, ...)
 	va_start(ap, fmt);
 	vfail(code, fmt, ap);
 	va_end(ap);
-	last_backend.code = 0;
-	last_backend.backend = 0;
+	ods_calls.be_code = 0;
 	return code;
 }
 
@@ -47,16 +47,15 @@ int ods_fail_backend(int code, int backend, const char *fmt, ...)
 	va_start(ap, fmt);
 	vfail(code, fmt, ap);
 	va_end(ap);
-	last_backend.code = code;
-	last_backend.backend = backend;
+	ods_calls.be_code = code;
+	ods_calls.be_err = backend;
 	return code;
 }
 
 int ods_backend_err_take(int code)
 {
-	int b = code && last_backend.code == code ? last_backend.backend : 0;
-	last_backend.code = 0;
-	last_backend.backend = 0;
+	int b = code && ods_calls.be_code == code ? ods_calls.be_err : 0;
+	ods_calls.be_code = 0;
 	return b;
 }
 

@@ -152,6 +152,9 @@ struct ods_handle {
 	void *_Atomic ra;       /* read-ahead state (src/core/stage_ra.c), made on first use */
 	atomic_int advice;      /* opends_handle_advise's advice */
 	atomic_long inflight;   /* its requests handed to the backend, not completed */
+	atomic_long users;      /* public calls inside that looked it up (ods_handle_lookup):
+				   deregistration waits for them, so a struct reused for a
+				   new registration is never used by a call on the old one */
 };
 
 /* Wait until no request of h is in flight (deregistration: a request
@@ -378,6 +381,43 @@ static inline bool ods_is_open(void)
 /* ---- calls in progress, against opends_driver_close (gate.h) ----------- */
 
 #include "gate.h"
+/* This thread's public calls in progress (ODS_ENTER), the handles they
+ * looked up (held until the call that looked one up returns: see users in
+ * struct ods_handle), and the accelerator code of its last failure
+ * (ods_fail_backend; cleared when a call starts, so a failure reports only
+ * its own). One initial-exec block (errors.c): a call pays two stores and a
+ * compare on it, no __tls_get_addr. */
+struct ods_calls {
+	unsigned depth, nheld, cap;
+	int be_code, be_err;
+	struct ods_handle *held[2]; /* the first two held; more beyond */
+	struct ods_handle **more;   /* held[2..], cap of them (heap) */
+	const void *serving;        /* the source (struct ods_source) whose read or write
+				       callback runs on this thread, else NULL */
+};
+extern _Thread_local struct ods_calls ods_calls __attribute__((tls_model("initial-exec")));
+/* give back the handles held past mark (registry.c) */
+void ods_handles_release(unsigned mark);
+static inline unsigned ods_call_begin(void)
+{
+	ods_calls.depth++;
+	ods_calls.be_code = 0;
+	return ods_calls.nheld;
+}
+static inline void ods_call_end(unsigned *mark)
+{
+	ods_calls.depth--;
+	if (ods_unlikely(ods_calls.nheld != *mark))
+		ods_handles_release(*mark);
+}
+
+/* On a library thread (a stream's dispatcher), a scope in which
+ * ods_handle_lookup holds what it finds, as inside a call, until the scope
+ * ends: for a look-up and the submission that counts the request in the
+ * handle's inflight, so that a deregistration in between cannot free or
+ * reuse the handle. */
+#define ODS_HOLD_SCOPE() unsigned ods_hold_mark_ __attribute__((cleanup(ods_call_end), unused)) = ods_call_begin()
+
 /* Take a pass for public call fn: 0, or OPENDS_DRIVER_NOT_INITIALIZED with
  * the detail set (the driver is not open, or its close is in progress). */
 int ods_enter(struct ods_gate_pass *p, const char *fn);
@@ -388,7 +428,8 @@ int ods_enter(struct ods_gate_pass *p, const char *fn);
 #define ODS_ENTER_OR(fn, fail)                                                                       \
 	struct ods_gate_pass ods_pass_ __attribute__((cleanup(ods_gate_leave))) = { NULL };          \
 	if (ods_enter(&ods_pass_, fn))                                                               \
-	return fail
+		return fail;                                                                         \
+	unsigned ods_mark_ __attribute__((cleanup(ods_call_end), unused)) = ods_call_begin()
 #define ODS_ENTER(fn) ODS_ENTER_OR(fn, ods_err(OPENDS_DRIVER_NOT_INITIALIZED, 0))
 #define ODS_ENTER_SSIZE(fn) ODS_ENTER_OR(fn, -(ssize_t)OPENDS_DRIVER_NOT_INITIALIZED)
 
@@ -415,7 +456,13 @@ void ods_slots_fini(struct ods_slots *s, void (*fn)(void *obj));
 /* registries (src/core/registry.c) */
 int ods_registry_init(void);
 void ods_registry_fini(void);
-/* find the handle for a token; NULL if not registered */
+/* Find the handle for a token; NULL if not registered. Inside a public
+ * call (ODS_ENTER) the handle is held until that call returns:
+ * opends_handle_deregister on another thread waits for it, so neither the
+ * handle nor its fds are freed or reused under the call (a deregistered
+ * handle's struct serves the next registration). Outside a call (library
+ * threads) nothing is held: such a caller counts its request in the
+ * handle's inflight before it uses it and must re-check after. */
 struct ods_handle *ods_handle_lookup(opends_handle_t fh);
 /* copy the region containing p into *out; false when none */
 bool ods_region_find(uintptr_t p, struct ods_region *out);

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <linux/fs.h>
 
@@ -39,8 +40,24 @@ int ods_registry_init(void)
 	return 0;
 }
 
+/* Wait until no public call holds h (it is out of the table: no call
+ * finds it any more). Calls take microseconds, a read of a slow file
+ * longer: a short spin, then naps. */
+static void handle_unused(struct ods_handle *h)
+{
+	for (unsigned i = 0; atomic_load_explicit(&h->users, memory_order_acquire) > 0; i++) {
+		if (i < 100) {
+			ods_cpu_relax();
+			continue;
+		}
+		struct timespec ts = { 0, i < 1100 ? 20000 : 1000000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
 static void handle_free(struct ods_handle *h)
 {
+	handle_unused(h);      /* calls that looked it up (a synchronous read) */
 	ods_handle_quiesce(h); /* requests in flight still use the handle and its fds */
 	if (h->src) { /* a source: no fd, no backend state */
 		ods_source_free(h);
@@ -130,6 +147,55 @@ static bool fd_mark(int fd, bool used)
 	return true;
 }
 
+/* Hold h for the public call in progress on this thread (ods.h). */
+static void hold(struct ods_handle *h)
+{
+	struct ods_calls *c = &ods_calls;
+	unsigned i = c->nheld;
+	if (i && (i <= 2 ? c->held[i - 1] : c->more[i - 3]) == h)
+		return; /* held already (a batch's entries on one file) */
+	if (i >= 2) {
+		if (i - 2 == c->cap) {
+			unsigned ncap = c->cap ? c->cap * 2 : 16;
+			struct ods_handle **n = realloc(c->more, ncap * sizeof(*n));
+			if (!n) /* out of memory: this call runs unheld, as a
+				   library thread does (never a failure of its own) */
+				return;
+			c->more = n;
+			c->cap = ncap;
+		}
+		c->more[i - 2] = h;
+	} else {
+		c->held[i] = h;
+	}
+	atomic_fetch_add_explicit(&h->users, 1, memory_order_relaxed);
+	c->nheld = i + 1;
+}
+
+void ods_handles_release(unsigned mark)
+{
+	struct ods_calls *c = &ods_calls;
+	while (c->nheld > mark) {
+		unsigned i = --c->nheld;
+		struct ods_handle *h = i < 2 ? c->held[i] : c->more[i - 2];
+		atomic_fetch_sub_explicit(&h->users, 1, memory_order_release);
+	}
+	if (!c->nheld && c->more) { /* a large batch's list: not kept by the thread */
+		free(c->more);
+		c->more = NULL;
+		c->cap = 0;
+	}
+}
+
+static bool held_here(const struct ods_handle *h)
+{
+	const struct ods_calls *c = &ods_calls;
+	for (unsigned i = 0; i < c->nheld; i++)
+		if ((i < 2 ? c->held[i] : c->more[i - 2]) == h)
+			return true;
+	return false;
+}
+
 OPENDS_API opends_error_t opends_handle_register(opends_handle_t *fh, int fd)
 {
 	struct stat st;
@@ -214,6 +280,15 @@ OPENDS_API opends_error_t opends_handle_deregister(opends_handle_t fh)
 	ODS_ENTER("opends_handle_deregister");
 	if (!fh)
 		return ods_err(ods_fail(OPENDS_INVALID_VALUE, "opends_handle_deregister: fh is NULL"), 0);
+	/* A callback of I/O on this very handle (a source's read run by a
+	 * synchronous read on this thread, or by a library thread for a read
+	 * that a caller waits for) would wait for its own I/O. */
+	struct ods_handle *mine = ods_slots_get(&handles, (uint64_t)(uintptr_t)fh);
+	if (mine && (held_here(mine) || (mine->src && mine->src == ods_calls.serving)))
+		return ods_err(ods_fail(OPENDS_INVALID_VALUE,
+					"opends_handle_deregister: fh is in use by a call on this thread (a callback of "
+					"I/O on it); deregister it after that call returns"),
+			       0);
 	pthread_mutex_lock(&fd_lock);
 	struct ods_handle *h = ods_slots_take(&handles, (uint64_t)(uintptr_t)fh);
 	if (h && !h->src)
@@ -234,7 +309,22 @@ int ods_handle_add(struct ods_handle *h)
 
 struct ods_handle *ods_handle_lookup(opends_handle_t fh)
 {
-	return ods_slots_get(&handles, (uint64_t)(uintptr_t)fh);
+	if (!ods_calls.depth) /* a library thread: holds nothing (ods.h) */
+		return ods_slots_get(&handles, (uint64_t)(uintptr_t)fh);
+	/* Found and held under the table's read lock: deregistration takes the
+	 * handle out under the write lock, then waits for users, so it sees
+	 * every hold of a call that found the handle, and no call finds it
+	 * after. (The look-up of ods_slots_get, with the count inside.) */
+	uint64_t t = (uint64_t)(uintptr_t)fh;
+	uint32_t i = (uint32_t)t - 1, g = (uint32_t)(t >> 32);
+	struct ods_handle *h = NULL;
+	pthread_rwlock_rdlock(&handles.lock);
+	if ((uint32_t)t != 0 && g != 0 && i < handles.cap && handles.gen[i] == g) {
+		h = handles.obj[i];
+		hold(h);
+	}
+	pthread_rwlock_unlock(&handles.lock);
+	return h;
 }
 
 /* The twin is the same file opened through /proc/self/fd with the caller's

@@ -134,16 +134,16 @@ static void waiter_done(void *token, ssize_t result)
 static ssize_t call_sync(struct ods_source *s, bool rd, char *buf, size_t n, off_t pos)
 {
 	if (s->flags & OPENDS_SOURCE_BLOCKING) {
-		ods_gate_callback_begin();
+		const void *cb = ods_src_cb_begin(s);
 		ssize_t r = rd ? s->ops.read(s->src, buf, n, (uint64_t)pos) : s->ops.write(s->src, buf, n, (uint64_t)pos);
-		ods_gate_callback_end();
+		ods_src_cb_end(cb);
 		return r >= 0 || r > -OPENDS_ERRNO_MAX ? r : -EIO;
 	}
 	struct waiter w = { 0, 0 };
-	ods_gate_callback_begin();
+	const void *cb = ods_src_cb_begin(s);
 	int rc = rd ? s->ops.read_async(s->src, buf, n, (uint64_t)pos, waiter_done, &w)
 		    : s->ops.write_async(s->src, buf, n, (uint64_t)pos, waiter_done, &w);
-	ods_gate_callback_end();
+	ods_src_cb_end(cb);
 	if (rc)
 		return rc < 0 && rc > -OPENDS_ERRNO_MAX ? rc : -EIO;
 	unsigned st = 0;

@@ -96,4 +96,20 @@ char *ods_url_decode(const char *s, size_t n, bool *bad);
 int ods_url_params(const char *q, struct ods_url_param **out, const char *url);
 void ods_url_params_free(struct ods_url_param *p, int n);
 
+/* Around a source's read or write callback: the gate's callback mark,
+ * and the source served, so that a deregister of its handle from inside
+ * the callback is refused instead of waiting for the I/O it is part of. */
+static inline const void *ods_src_cb_begin(const struct ods_source *s)
+{
+	const void *prev = ods_calls.serving;
+	ods_gate_callback_begin();
+	ods_calls.serving = s;
+	return prev;
+}
+static inline void ods_src_cb_end(const void *prev)
+{
+	ods_calls.serving = prev;
+	ods_gate_callback_end();
+}
+
 #endif

@@ -412,10 +412,10 @@ static void piece_start(struct piece *pc)
 	struct ods_source *s = su->s;
 	bool popped = pc->popped;
 	char *buf = su->buf + (pc->off - su->buf_off);
-	ods_gate_callback_begin();
+	const void *cb = ods_src_cb_begin(s);
 	int rc = su->rd ? s->ops.read_async(s->src, buf, pc->len, (uint64_t)pc->off, piece_done, pc)
 			: s->ops.write_async(s->src, buf, pc->len, (uint64_t)pc->off, piece_done, pc);
-	ods_gate_callback_end();
+	ods_src_cb_end(cb);
 	if (rc)
 		piece_done(pc, rc < 0 && rc > -OPENDS_ERRNO_MAX ? rc : -EIO);
 	if (popped)
@@ -477,9 +477,9 @@ static void run_blocking(struct sunit *su)
 		size_t n = ods_src_piece_len(s, off, su->end, max_bytes);
 		char *buf = su->buf + (off - su->buf_off);
 		ods_sdom_enter(s->dom, n);
-		ods_gate_callback_begin();
+		const void *cb = ods_src_cb_begin(s);
 		ssize_t res = su->rd ? s->ops.read(s->src, buf, n, (uint64_t)off) : s->ops.write(s->src, buf, n, (uint64_t)off);
-		ods_gate_callback_end();
+		ods_src_cb_end(cb);
 		ods_sdom_leave(s->dom, n);
 		if (res < 0 && res <= -OPENDS_ERRNO_MAX)
 			res = -EIO;
