@@ -16,7 +16,9 @@
  * (more than the hardware queues); and the context rule: another context
  * current is no error (the buffer's context serves it), a stream of another
  * context with the buffer is OPENDS_CONTEXT_MISMATCH. First, the device
- * count and properties (what opends-info lists) against the driver. Several GPUs:
+ * count and properties (what opends-info lists) against the driver. Last, the
+ * caller's cost of a small synchronous copy, each way (timing for the probe,
+ * printed, not judged). Several GPUs:
  * test_gpu_multi.c.
  */
 #include <pthread.h>
@@ -397,6 +399,89 @@ static void devices(void)
 	EXPECT_ERR(opends_device_get_properties((unsigned)n, &p), OPENDS_INVALID_VALUE);
 }
 
+/* ---- what a small synchronous copy costs the caller ------------------------ */
+
+/* Timing for the GPU probe (issue 17's files1t), checked byte-exact but not
+ * judged: the caller's cost of one small copy into device memory, the
+ * driver's two ways (the floor), then opends_sync_read of a hot range (the
+ * inline path: pread into a pinned bounce, one copy) with each way of
+ * cuda's synchronous copy (OPENDS_CUDA_SYNC_COPY), the driver reopened per
+ * way. Best mean of 3 rounds of 500 calls. Leaves the driver open with the
+ * caller's setting. */
+static double per_call_us(double t0, unsigned n)
+{
+	return (t_now() - t0) * 1e6 / n;
+}
+
+static void copy_costs(const char *path)
+{
+	t_phase = "small synchronous copy costs";
+	static const size_t sizes[3] = { 4096, 64 << 10, 256 << 10 };
+	static const char *const ways[3] = { "stream", "ptds", "legacy" };
+	enum { N = 500, ROUNDS = 3 };
+	void *pin;
+	CUstream st;
+	CU(ods_cu.cuMemAllocHost(&pin, 256 << 10));
+	memset(pin, 0x5a, 256 << 10);
+	CU(ods_cu.cuStreamCreate(&st, CU_STREAM_NON_BLOCKING));
+	for (unsigned z = 0; z < 3; z++) {
+		double best[2] = { 1e9, 1e9 };
+		for (unsigned r = 0; r < ROUNDS; r++) {
+			double t0 = t_now();
+			for (unsigned i = 0; i < N; i++)
+				CU(ods_cu.cuMemcpyHtoD(dev, pin, sizes[z]));
+			double a = per_call_us(t0, N);
+			t0 = t_now();
+			for (unsigned i = 0; i < N; i++) {
+				CU(ods_cu.cuMemcpyHtoDAsync(dev, pin, sizes[z], st));
+				CU(ods_cu.cuStreamSynchronize(st));
+			}
+			double b = per_call_us(t0, N);
+			best[0] = a < best[0] ? a : best[0];
+			best[1] = b < best[1] ? b : best[1];
+		}
+		printf("copy cost %zu B: cuMemcpyHtoD %.2f us, cuMemcpyHtoDAsync + cuStreamSynchronize %.2f us\n",
+		       sizes[z], best[0], best[1]);
+	}
+	CU(ods_cu.cuStreamDestroy(st));
+	CU(ods_cu.cuMemFreeHost(pin));
+	const char *had = getenv("OPENDS_CUDA_SYNC_COPY");
+	char *keep = had ? strdup(had) : NULL;
+	OK(opends_driver_close());
+	int fd = open(path, O_RDONLY);
+	CHECK(fd >= 0);
+	for (unsigned w = 0; w < 3; w++) {
+		setenv("OPENDS_CUDA_SYNC_COPY", ways[w], 1);
+		OK(opends_driver_open());
+		opends_handle_t fh;
+		OK(opends_handle_register(&fh, fd));
+		double cost[3];
+		for (unsigned z = 0; z < 3; z++) {
+			size_t n = sizes[z];
+			rd_dev(fh, false, 4096, n, 0); /* byte-exact once, and the range hot */
+			cost[z] = 1e9;
+			for (unsigned r = 0; r < ROUNDS; r++) {
+				double t0 = t_now();
+				for (unsigned i = 0; i < N; i++)
+					EXPECT_SSZ(opends_sync_read(fh, (void *)(uintptr_t)dev, n, 4096, 0), (ssize_t)n);
+				double c = per_call_us(t0, N);
+				cost[z] = c < cost[z] ? c : cost[z];
+			}
+		}
+		printf("sync read cost (OPENDS_CUDA_SYNC_COPY=%s): 4096 B %.2f us, 65536 B %.2f us, 262144 B %.2f us\n",
+		       ways[w], cost[0], cost[1], cost[2]);
+		OK(opends_handle_deregister(fh));
+		OK(opends_driver_close());
+	}
+	close(fd);
+	if (keep)
+		setenv("OPENDS_CUDA_SYNC_COPY", keep, 1);
+	else
+		unsetenv("OPENDS_CUDA_SYNC_COPY");
+	free(keep);
+	OK(opends_driver_open());
+}
+
 int main(void)
 {
 	t_watchdog(240);
@@ -441,6 +526,7 @@ int main(void)
 	/* before streams(), which rewrites part of the file */
 	many_streams(path);
 	streams(path);
+	copy_costs(path);
 
 	CU(ods_cu.cuMemFree(dev));
 	OK(opends_driver_close());

@@ -20,12 +20,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dlfcn.h>
 #include <sys/mman.h>
 
 #include "cuda_int.h"
 
 struct cuda_state ods_cuda;
 #define C ods_cuda
+
+static void sync_copy_setup(void);
 
 int ods_cu_fail(CUresult r, const char *what)
 {
@@ -236,6 +239,7 @@ static int cuda_open(const struct ods_config *cfg, char *why, size_t why_len)
 		return OPENDS_DEVICE_NOT_FOUND;
 	}
 	ods_accel_near_open(NULL);
+	sync_copy_setup();
 	return 0;
 }
 
@@ -518,8 +522,64 @@ static int cuda_copy_to_device_begin(unsigned dev, void *dst, const void *src, s
 	return p ? copy_begin_at(p, dst, src, n, true, op) : copy_begin(dst, src, n, true, op);
 }
 
+/* A small synchronous copy on a caller's thread (issue 17's files1t: the
+ * inline path copies each hot small file once). Queued on a sync stream
+ * and waited for, it costs a lock, the async call and a stream
+ * synchronisation, where the plain loop's cuMemcpyHtoD costs one call
+ * (small's probe: ~1.5-2 us a copy, the whole files1t gap). A/B switch,
+ * read at open, OPENDS_CUDA_SYNC_COPY:
+ *   stream  (default) the sync stream as above;
+ *   ptds    cuMemcpyHtoD on the calling thread's per-thread default stream
+ *           (cuMemcpyHtoD_v2_ptds): synchronous, ordered with no stream of
+ *           ours nor the caller's non-blocking streams; like every
+ *           per-thread default stream it waits for the legacy default
+ *           stream's earlier work;
+ *   legacy  cuMemcpyHtoD on the legacy default stream (waits for the
+ *           context's blocking streams too).
+ * Only copies of at most OPENDS_CUDA_SYNC_COPY_MAX bytes (default 1 MiB,
+ * the inline limit), and never on a library worker (tl_worker): a stream
+ * operation of ours may hold the caller's legacy stream waiting for a
+ * worker's copy, and a worker's copy queued behind that wait would never
+ * run. A caller's thread only waits for its own earlier default-stream
+ * work, as its own cuMemcpyHtoD would. */
+enum { SC_STREAM, SC_PTDS, SC_LEGACY };
+static int sc_way;
+static size_t sc_max = (size_t)1 << 20;
+static __typeof__(cuMemcpyHtoD) *htod_ptds;
+static __thread bool tl_worker;
+
+static void sync_copy_setup(void)
+{
+	const char *v = getenv("OPENDS_CUDA_SYNC_COPY");
+	sc_way = SC_STREAM;
+	if (v && !strcmp(v, "legacy"))
+		sc_way = SC_LEGACY;
+	else if (v && !strcmp(v, "ptds") &&
+		 (htod_ptds = (__typeof__(htod_ptds))dlsym(ods_cu_min_library(), "cuMemcpyHtoD_v2_ptds")))
+		sc_way = SC_PTDS;
+	const char *m = getenv("OPENDS_CUDA_SYNC_COPY_MAX");
+	char *end;
+	unsigned long long k = m ? strtoull(m, &end, 0) : 0;
+	sc_max = m && *m && !*end ? (size_t)k : (size_t)1 << 20;
+}
+
+static int copy_plain(struct place *p, void *dst, const void *src, size_t n)
+{
+	bool pushed;
+	int rc = ods_cu_enter(p, &pushed);
+	if (rc)
+		return rc;
+	CUresult r = (sc_way == SC_PTDS ? htod_ptds : ods_cu.cuMemcpyHtoD)((CUdeviceptr)(uintptr_t)dst, src, n);
+	if (pushed)
+		ods_cu_pop();
+	return r == CUDA_SUCCESS ? 0 : ods_cu_fail(r, "cuMemcpyHtoD");
+}
+
 static int cuda_copy_to_device_on(unsigned dev, void *dst, const void *src, size_t n)
 {
+	struct place *p;
+	if (sc_way != SC_STREAM && n <= sc_max && !tl_worker && (p = ods_cu_place(dev)))
+		return copy_plain(p, dst, src, n);
 	struct ods_copy_op op;
 	int rc = cuda_copy_to_device_begin(dev, dst, src, n, &op);
 	return rc ? rc : copy_wait(&op);
@@ -614,6 +674,7 @@ static int use_ctx(CUcontext c)
 
 static int cuda_thread_attach(void)
 {
+	tl_worker = true; /* (a library thread: cuda_copy_to_device_on) */
 	tl_ctx = NULL;
 	return use_ctx(C.base);
 }
