@@ -157,6 +157,9 @@ struct ods_accel {
 	 * (nothing to end). end waits for it: 0 or an OPENDS_* code. NULL:
 	 * copy_to_device_on. */
 	int (*copy_to_device_begin)(unsigned dev, void *dst, const void *src, size_t n, struct ods_copy_op *op);
+	/* Optional: the same from device memory of dev to host memory,
+	 * ended by copy_end (src/core/stage_wr.c). NULL: not offered. */
+	int (*copy_to_host_begin)(unsigned dev, void *dst, const void *src, size_t n, struct ods_copy_op *op);
 	int (*copy_end)(struct ods_copy_op *op);
 	/* Start a copy of n bytes from device memory of src_dev to device
 	 * memory of dst_dev: GPU to GPU where peer access exists, staged by the

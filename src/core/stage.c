@@ -486,6 +486,7 @@ static void stop_workers(struct ods_stage *s)
 		ods_stage_wake_worker(&s->w[i]);
 	for (unsigned i = 0; i < s->started; i++)
 		pthread_join(s->w[i].tid, NULL);
+	ods_stage_write_close(s);
 	for (unsigned i = 0; i < s->nw; i++) {
 		struct ods_stage_worker *w = &s->w[i];
 		if (w->ctx)
@@ -573,6 +574,7 @@ int ods_stage_open(struct ods_stage **out, const struct ods_stage_params *p, con
 	while (s->ready < s->started)
 		pthread_cond_wait(&s->ready_cv, &s->lock);
 	pthread_mutex_unlock(&s->lock);
+	ods_stage_write_open(s);
 	*out = s;
 	return 0;
 fail:

@@ -58,6 +58,7 @@ struct ods_stage {
 	atomic_bool stop;
 	unsigned ready;      /* workers done setting up (lock) */
 	pthread_cond_t ready_cv;
+	struct ods_stage_wr *wr; /* stage_wr.c's buffers; NULL: its way is off */
 };
 
 /* stage.c */
@@ -79,6 +80,13 @@ bool ods_stage_extra_idle(const struct ods_stage_worker *w);
  * *popped: the request has no chunks left and the queue's reference must
  * be dropped after starting this one. */
 struct ods_stage_req *ods_stage_take_chunk(struct ods_stage_worker *w, off_t *c0, off_t *c1, bool *popped);
+
+/* stage_wr.c: synchronous writes from device memory on the caller, in
+ * large pieces (OPENDS_WRITE_PIECE) */
+void ods_stage_write_open(struct ods_stage *s);
+void ods_stage_write_close(struct ods_stage *s);
+/* true: io ran and completed here; false: queue it as any other */
+bool ods_stage_write_caller(struct ods_stage *s, struct ods_io *io);
 
 /* stage_mem.c */
 bool ods_stage_async_copies(const struct ods_accel *a);

@@ -313,5 +313,7 @@ void ods_stage_submit_many(struct ods_stage *s, struct ods_io *const *ios, unsig
 
 void ods_stage_submit(struct ods_stage *s, struct ods_io *io, bool may_block)
 {
+	if (io->sync && io->opcode == OPENDS_WRITE && s->wr && ods_stage_write_caller(s, io))
+		return; /* written on this thread in large pieces (stage_wr.c) */
 	ods_stage_submit_many(s, &io, 1, may_block);
 }

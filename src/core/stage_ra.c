@@ -166,7 +166,7 @@ void ods_ra_write_begin(struct ods_io *io)
 	 * a chunk, the chunks others took meanwhile extend the file one at a
 	 * time: write16m on the H200 went from 1.09x cuFile to 0.91x). The
 	 * others (a batch entry can be cancelled) when the engine starts them. */
-	if (io->size > ALLOCATE_MIN && !io->fh->blockdev) {
+	if (io->size > ALLOCATE_MIN && !io->fh->blockdev && !ods_stage_write_caller_ok(io)) {
 		if (io->sync)
 			ods_ra_write_allocate(io);
 		else

@@ -522,6 +522,12 @@ static int cuda_copy_to_device_begin(unsigned dev, void *dst, const void *src, s
 	return p ? copy_begin_at(p, dst, src, n, true, op) : copy_begin(dst, src, n, true, op);
 }
 
+static int cuda_copy_to_host_begin(unsigned dev, void *dst, const void *src, size_t n, struct ods_copy_op *op)
+{
+	struct place *p = ods_cu_place(dev);
+	return p ? copy_begin_at(p, dst, src, n, false, op) : copy_begin(dst, src, n, false, op);
+}
+
 /* A small synchronous copy on a caller's thread (issue 17's files1t: the
  * inline path copies each hot small file once). Queued on a sync stream
  * and waited for, it costs a lock, the async call and a stream
@@ -849,6 +855,7 @@ const struct ods_accel ods_accel_cuda = {
 	.copy_to_host = cuda_copy_to_host,
 	.copy_to_device_on = cuda_copy_to_device_on,
 	.copy_to_device_begin = cuda_copy_to_device_begin,
+	.copy_to_host_begin = cuda_copy_to_host_begin,
 	.copy_end = copy_wait,
 	.peer_copy = cuda_peer_copy,
 	.peer_wait = cuda_peer_wait,

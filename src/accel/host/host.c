@@ -570,6 +570,7 @@ const struct ods_accel ods_accel_hostdev = {
 	.copy_to_device = host_copy,
 	.copy_to_host = host_copy,
 	.copy_to_device_begin = hostdev_copy_begin,
+	.copy_to_host_begin = hostdev_copy_begin, /* (a memcpy either way) */
 	.copy_end = hostdev_copy_end,
 	.peer_copy = hostdev_peer_copy,
 	.peer_wait = hostdev_peer_wait,
