@@ -352,6 +352,10 @@ void ods_ra_handle_close(struct ods_handle *h);
  * so that its O_DIRECT chunks run at once (stage_ra.c allocate_first) */
 void ods_ra_write_begin(struct ods_io *io);
 void ods_ra_write_allocate(const struct ods_io *io);
+/* Free the read-ahead buffers kept for the next handle (stage_ra.c), and
+ * forget them in the child of fork. */
+void ods_ra_keep_drop(void);
+void ods_ra_keep_forget(void);
 /* A synchronous write that the engine runs on the caller in large pieces
  * (src/core/stage_wr.c, OPENDS_WRITE_PIECE): no range allocated first. */
 bool ods_stage_write_caller_ok(const struct ods_io *io);

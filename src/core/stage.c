@@ -487,6 +487,7 @@ static void stop_workers(struct ods_stage *s)
 	for (unsigned i = 0; i < s->started; i++)
 		pthread_join(s->w[i].tid, NULL);
 	ods_stage_write_close(s);
+	ods_ra_keep_drop(); /* (the driver closes, or the sources' engine: the budget is wanted) */
 	for (unsigned i = 0; i < s->nw; i++) {
 		struct ods_stage_worker *w = &s->w[i];
 		if (w->ctx)
@@ -509,6 +510,7 @@ int ods_stage_open(struct ods_stage **out, const struct ods_stage_params *p, con
 	struct ods_stage_params fitted = *p;
 	size_t reserved;
 	unsigned nw = p->threads + ods_stage_extra_workers(p, m, cfg, accel);
+	ods_ra_keep_drop(); /* read-ahead's kept buffers give this engine their budget */
 	fitted.threads = nw; /* every worker's slots within the budget */
 	if ((rc = ods_stage_fit_budget(&fitted, m, cfg, &reserved)))
 		return rc;

@@ -59,6 +59,7 @@ void ods_pinned_release(size_t n)
 void ods_pinned_forget(void)
 {
 	atomic_store(&pinned_reserved, 0);
+	ods_ra_keep_forget();
 }
 
 /* Fit threads x depth x chunk of staging into what is left of the budget:

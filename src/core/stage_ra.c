@@ -259,21 +259,105 @@ static void drain(struct ra *r)
 	r->npending = 0;
 }
 
-static void bufs_free(struct ra *r)
+/* The buffers of the last handle that read ahead, kept for the next one
+ * (a handle per file read once is the common shape: seq16m registers,
+ * reads 8 GiB and deregisters): pinning 3 x 16 MiB of fresh memory
+ * (page faults, zeroing, cuMemHostRegister) and unpinning it at the end
+ * cost a few milliseconds per handle, in the reader's calls. One set, with
+ * its share of the staging budget still reserved; given back when an
+ * engine opens or closes (ods_ra_keep_drop: then the budget is wanted, or
+ * the driver closes). OPENDS_RA_KEEP=0: freed with each handle (A/B). */
+static struct {
+	pthread_mutex_t lock;
+	char *buf[RA_BUFS];
+	size_t cap;  /* 0: none kept */
+	bool pinned;
+} keep = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static void set_free(char *const *buf, size_t cap, bool pinned)
 {
 	for (unsigned i = 0; i < RA_BUFS; i++) {
-		char *b = r->sl[i].buf;
-		if (!b)
+		if (!buf[i])
 			continue;
-		if (r->pinned)
-			ods_drv.accel->mem->pinned_free(b, r->cap);
+		if (pinned)
+			ods_drv.accel->mem->pinned_free(buf[i], cap);
 		else
-			free(b);
+			free(buf[i]);
+	}
+	if (cap)
+		ods_pinned_release(RA_BUFS * cap);
+}
+
+void ods_ra_keep_drop(void)
+{
+	pthread_mutex_lock(&keep.lock);
+	char *buf[RA_BUFS];
+	memcpy(buf, keep.buf, sizeof(buf));
+	size_t cap = keep.cap;
+	bool pinned = keep.pinned;
+	memset(keep.buf, 0, sizeof(keep.buf));
+	keep.cap = 0;
+	pthread_mutex_unlock(&keep.lock);
+	set_free(buf, cap, pinned);
+}
+
+void ods_ra_keep_forget(void)
+{
+	pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+	keep.lock = fresh;
+	memset(keep.buf, 0, sizeof(keep.buf)); /* (the parent's, leaked in the child) */
+	keep.cap = 0;
+}
+
+static bool keep_on(void)
+{
+	const char *v = getenv("OPENDS_RA_KEEP");
+	return !(v && !strcmp(v, "0"));
+}
+
+/* give r's buffers back: kept for the next handle (parking) or freed */
+static void bufs_release(struct ra *r, bool parking)
+{
+	if (!r->cap)
+		return;
+	char *buf[RA_BUFS];
+	for (unsigned i = 0; i < RA_BUFS; i++) {
+		buf[i] = r->sl[i].buf;
 		r->sl[i].buf = NULL;
 	}
-	if (r->cap)
-		ods_pinned_release(RA_BUFS * r->cap);
+	size_t cap = r->cap;
 	r->cap = 0;
+	if (parking && keep_on()) {
+		pthread_mutex_lock(&keep.lock);
+		if (!keep.cap) {
+			memcpy(keep.buf, buf, sizeof(buf));
+			keep.cap = cap;
+			keep.pinned = r->pinned;
+			cap = 0;
+		}
+		pthread_mutex_unlock(&keep.lock);
+		if (!cap)
+			return;
+	}
+	set_free(buf, cap, r->pinned);
+}
+
+/* the kept set, when its buffers hold n bytes and not more than 4 x n */
+static bool keep_take(struct ra *r, size_t n, bool pinned)
+{
+	bool took = false;
+	pthread_mutex_lock(&keep.lock);
+	if (keep.cap >= n && keep.cap / 4 <= n && keep.pinned == pinned) {
+		for (unsigned i = 0; i < RA_BUFS; i++)
+			r->sl[i].buf = keep.buf[i];
+		memset(keep.buf, 0, sizeof(keep.buf));
+		r->cap = keep.cap;
+		r->pinned = pinned;
+		keep.cap = 0;
+		took = true;
+	}
+	pthread_mutex_unlock(&keep.lock);
+	return took;
 }
 
 /* every buffer of at least n bytes (rounded to pages), within the budget;
@@ -283,7 +367,10 @@ static bool bufs_get(struct ra *r, size_t n)
 	n = (n + 4095) & ~(size_t)4095;
 	if (r->cap >= n)
 		return true;
-	bufs_free(r);
+	bufs_release(r, false);
+	const struct ods_accel_mem *m = ods_drv.accel->mem;
+	if (!r->refused && keep_take(r, n, m && m->pinned_alloc))
+		return true;
 	/* at most half of what is left: read-ahead is opportunistic, and an
 	 * engine opened later (a source's) needs its staging (rel's finding:
 	 * four handles reading ahead took all of a 1 MiB budget) */
@@ -291,13 +378,12 @@ static bool bufs_get(struct ra *r, size_t n)
 		r->refused = true;
 		return false;
 	}
-	const struct ods_accel_mem *m = ods_drv.accel->mem;
 	r->pinned = m && m->pinned_alloc;
 	r->cap = n;
 	for (unsigned i = 0; i < RA_BUFS; i++) {
 		r->sl[i].buf = r->pinned ? m->pinned_alloc(n) : ods_aligned_alloc(n);
 		if (!r->sl[i].buf) {
-			bufs_free(r);
+			bufs_release(r, false);
 			r->refused = true;
 			return false;
 		}
@@ -482,7 +568,7 @@ void ods_ra_handle_close(struct ods_handle *h)
 	if (!r)
 		return;
 	drain(r);
-	bufs_free(r);
+	bufs_release(r, true);
 	pthread_mutex_destroy(&r->lock);
 	free(r);
 	h->ra = NULL;
