@@ -48,7 +48,7 @@ struct ods_stage_wr {
 	char *free[WR_POOL];
 	unsigned nfree;
 	unsigned nmade; /* reserved from the budget, free or lent */
-	bool pinned;
+	bool pinned;    /* from accel->mem->pinned_alloc (set at open) */
 };
 
 /* a size: digits with an optional k, m or g; 0 for anything else */
@@ -80,6 +80,7 @@ void ods_stage_write_open(struct ods_stage *s)
 	if (w) {
 		pthread_mutex_init(&w->lock, NULL);
 		w->piece = piece;
+		w->pinned = s->accel->mem && s->accel->mem->pinned_alloc;
 	}
 	s->wr = w; /* (none: every write through the engine) */
 }
@@ -109,7 +110,6 @@ static char *buf_get(struct ods_stage_wr *w, const struct ods_accel *a)
 		return NULL;
 	}
 	w->nmade++;
-	w->pinned = m && m->pinned_alloc;
 	pthread_mutex_unlock(&w->lock);
 	char *b = w->pinned ? m->pinned_alloc(n) : ods_aligned_alloc(n);
 	if (!b) {
