@@ -82,7 +82,10 @@ extern "C" {
  * Variables a backend does not use are still validated.
  * Test and measurement hooks (OPENDS_HOSTDEV_*, OPENDS_STREAM_STATS,
  * OPENDS_STREAM_BIG, OPENDS_TEST_*; docs/multi-gpu.md,
- * docs/stream-ordering.md) are not configuration: the part they steer
+ * docs/stream-ordering.md; the GPU probe's A/B switches OPENDS_WRITE_PIECE,
+ * OPENDS_RA_KEEP, OPENDS_CUDA_SYNC_COPY and OPENDS_CUDA_SYNC_COPY_MAX,
+ * described where they are read: src/core/stage_wr.c, stage_ra.c,
+ * src/accel/cuda/cuda.c) are not configuration: the part they steer
  * reads them, they are not validated at every open and
  * opends_driver_get_setting does not know them.
  *

@@ -1,7 +1,8 @@
 /*
  * What the two files of the CUDA layer share: the devices ("places") and
- * how a call enters one's context. cuda.c: devices, memory, copies, lanes,
- * peers; cuda_streams.c: stream-ordered commands and gates.
+ * how a call enters one's context. cuda.c: devices, memory, lanes;
+ * cuda_copy.c: synchronous and peer copies; cuda_streams.c: stream-ordered
+ * commands and gates.
  */
 #ifndef ODS_CUDA_INT_H
 #define ODS_CUDA_INT_H
@@ -51,6 +52,25 @@ int ods_cu_push(struct place *p);
  * after) unless it is current already. 0 or a code. */
 int ods_cu_enter(struct place *p, bool *pushed);
 void ods_cu_pop(void);
+
+/* What memory p is: its place index; -1 for host memory (and anything the
+ * driver does not know), -2 for device memory without a usable context
+ * (the detail set). */
+int ods_cu_place_of_ptr(const void *p);
+/* set on library threads (lanes' thread_attach): cuda_copy.c's plain
+ * synchronous copy is never taken there */
+extern __thread bool ods_cu_tl_worker;
+
+/* cuda_copy.c: the layer's synchronous and peer copies (struct ods_accel's) */
+void ods_cu_sync_copy_setup(void); /* at open: OPENDS_CUDA_SYNC_COPY */
+int ods_cu_copy_to_device(void *dst, const void *src, size_t n);
+int ods_cu_copy_to_host(void *dst, const void *src, size_t n);
+int ods_cu_copy_to_device_on(unsigned dev, void *dst, const void *src, size_t n);
+int ods_cu_copy_to_device_begin(unsigned dev, void *dst, const void *src, size_t n, struct ods_copy_op *op);
+int ods_cu_copy_to_host_begin(unsigned dev, void *dst, const void *src, size_t n, struct ods_copy_op *op);
+int ods_cu_copy_end(struct ods_copy_op *op);
+int ods_cu_peer_copy(unsigned dst_dev, void *dst, unsigned src_dev, const void *src, size_t n);
+int ods_cu_peer_wait(unsigned dst_dev);
 
 /* cuda_streams.c */
 extern const struct ods_accel_streams ods_cuda_streams;
