@@ -284,59 +284,9 @@ struct ods_future {
 _Static_assert(sizeof(struct ods_future) <= sizeof(opends_async_future_t), "future fits the public type");
 _Static_assert(_Alignof(struct ods_future) <= _Alignof(opends_async_future_t), "future alignment");
 
-/* A future's request comes from a list of those finished before: the
- * caller allocates each and a worker frees it, and with malloc every such
- * free goes back to the caller's arena under its lock, which the caller's
- * next malloc and the other workers' frees take too (one thread keeping
- * thousands of small reads in flight, 8-16 workers finishing them). A
- * worker pushes a finished request on `returned` (one CAS); a caller
- * takes the whole list at once into `kept` (no ABA: nothing is popped from
- * `returned` one by one) under kept_lock, taken with trylock so that a
- * busy lock, or one held across a fork(), means malloc. At most KEEP_MAX
- * are kept; they live as long as the process (reachable, so not leaks). */
-#if defined(__SANITIZE_ADDRESS__)
-#define KEEP_MAX 0u /* under ASan every request is malloc'd and freed: a use after free stays visible */
-#else
-#define KEEP_MAX 8192u
-#endif
-union io_mem {
-	struct ods_io io;
-	union io_mem *next;
-};
-static _Atomic(union io_mem *) returned;
-static atomic_uint nreturned; /* on returned and kept, about */
-static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
-static union io_mem *kept;
-
-static struct ods_io *io_alloc(void)
-{
-	union io_mem *m = NULL;
-	if (atomic_load_explicit(&nreturned, memory_order_relaxed) && pthread_mutex_trylock(&kept_lock) == 0) {
-		if (!kept)
-			kept = atomic_exchange_explicit(&returned, NULL, memory_order_acquire);
-		m = kept;
-		if (m)
-			kept = m->next;
-		pthread_mutex_unlock(&kept_lock);
-		if (m)
-			atomic_fetch_sub_explicit(&nreturned, 1, memory_order_relaxed);
-	}
-	return m ? &m->io : malloc(sizeof(union io_mem));
-}
-
-static void io_release(struct ods_io *io)
-{
-	union io_mem *m = (union io_mem *)io;
-	if (atomic_load_explicit(&nreturned, memory_order_relaxed) >= KEEP_MAX) {
-		free(m);
-		return;
-	}
-	atomic_fetch_add_explicit(&nreturned, 1, memory_order_relaxed);
-	union io_mem *top = atomic_load_explicit(&returned, memory_order_relaxed);
-	do
-		m->next = top;
-	while (!atomic_compare_exchange_weak_explicit(&returned, &top, m, memory_order_release, memory_order_relaxed));
-}
+/* A future's request: allocated by the caller, freed by a worker, so
+ * recycled (ods_recycle in ods.h) */
+static struct ods_recycle future_ios = ODS_RECYCLE_INIT(sizeof(struct ods_io), 8192);
 
 static void future_done(struct ods_io *io)
 {
@@ -345,7 +295,7 @@ static void future_done(struct ods_io *io)
 	f->result = io->result;
 	if (io->result < 0 && io->why)
 		f->why = io->why; /* a source's failure, named (it lives as long as the process) */
-	io_release(io);
+	ods_recycle_put(&future_ios, io);
 	signal_done_of(&f->state, h);
 }
 
@@ -357,12 +307,12 @@ static opends_error_t async_rw(int opcode, opends_handle_t fh, const void *buf, 
 		return ods_err(ods_fail(OPENDS_DRIVER_NOT_INITIALIZED, "%s: the driver is not open", fn), 0);
 	if (!future)
 		return ods_err(ods_fail(OPENDS_INVALID_VALUE, "%s: future is NULL", fn), 0);
-	struct ods_io *io = io_alloc();
+	struct ods_io *io = ods_recycle_get(&future_ios);
 	if (!io)
 		return ods_err(ods_fail(OPENDS_NOMEM_ERROR, "%s: out of memory", fn), ENOMEM);
 	ssize_t r = ods_io_prepare(io, opcode, fh, buf, size, file_offset, buf_offset);
 	if (r <= -OPENDS_ERRNO_MAX) {
-		io_release(io);
+		ods_recycle_put(&future_ios, io);
 		return ods_err((int)-r, 0);
 	}
 	struct ods_future *f = (struct ods_future *)future;
@@ -373,7 +323,7 @@ static opends_error_t async_rw(int opcode, opends_handle_t fh, const void *buf, 
 		 * completes at once with the result await will give */
 		f->result = r;
 		atomic_store_explicit(&f->state, W_DONE, memory_order_release);
-		io_release(io);
+		ods_recycle_put(&future_ios, io);
 		return ods_ok();
 	}
 	atomic_store_explicit(&f->state, W_PENDING, memory_order_relaxed);

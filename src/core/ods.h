@@ -504,6 +504,27 @@ void *ods_aligned_alloc(size_t size); /* ODS_ALIGN-aligned, or NULL */
  * 0 or -EFAULT. */
 int ods_copy_checked(void *dst, const void *src, size_t n);
 
+/* Objects allocated on one thread and freed on others (a future's request:
+ * the caller allocates, a worker frees), recycled instead of malloc/free:
+ * with malloc each such free goes back to the allocating thread's arena
+ * under its lock, which that thread's next malloc and every other
+ * worker's frees take too. put: one CAS onto a list; get: the whole list
+ * taken at once (no ABA) under a mutex taken with trylock, so a busy lock
+ * or one held across fork() means malloc. At most max kept (0 under
+ * ASan, which then sees every use after free); they live as long as the
+ * process. Static: ODS_RECYCLE_INIT(size, max). */
+struct ods_recycle {
+	_Atomic(void *) returned;
+	atomic_uint n; /* kept, about */
+	pthread_mutex_t lock;
+	void *kept; /* under lock */
+	size_t size;
+	unsigned max;
+};
+#define ODS_RECYCLE_INIT(sz, mx) { NULL, 0, PTHREAD_MUTEX_INITIALIZER, NULL, (sz), (mx) }
+void *ods_recycle_get(struct ods_recycle *r); /* r->size bytes, not zeroed, or NULL */
+void ods_recycle_put(struct ods_recycle *r, void *p);
+
 /* The staging memory budget (OPENDS_MAX_PINNED): every pinned or bounce
  * staging area the library keeps for the life of the driver reserves its
  * bytes here first, so their total stays within it (src/core/stage.c). */

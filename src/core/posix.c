@@ -108,3 +108,45 @@ void ods_handle_quiesce(struct ods_handle *h)
 		nanosleep(&ts, NULL);
 	}
 }
+
+/* ---- recycled objects (ods.h) ----------------------------------------- */
+
+struct recycled {
+	struct recycled *next;
+};
+
+void *ods_recycle_get(struct ods_recycle *r)
+{
+	struct recycled *m = NULL;
+	if (atomic_load_explicit(&r->n, memory_order_relaxed) && pthread_mutex_trylock(&r->lock) == 0) {
+		if (!r->kept)
+			r->kept = atomic_exchange_explicit(&r->returned, NULL, memory_order_acquire);
+		m = r->kept;
+		if (m)
+			r->kept = m->next;
+		pthread_mutex_unlock(&r->lock);
+		if (m)
+			atomic_fetch_sub_explicit(&r->n, 1, memory_order_relaxed);
+	}
+	return m ? (void *)m : malloc(r->size < sizeof(*m) ? sizeof(*m) : r->size);
+}
+
+void ods_recycle_put(struct ods_recycle *r, void *p)
+{
+#if defined(__SANITIZE_ADDRESS__)
+	bool keep = false;
+#else
+	bool keep = atomic_load_explicit(&r->n, memory_order_relaxed) < r->max;
+#endif
+	if (!keep) {
+		free(p);
+		return;
+	}
+	struct recycled *m = p;
+	atomic_fetch_add_explicit(&r->n, 1, memory_order_relaxed);
+	void *top = atomic_load_explicit(&r->returned, memory_order_relaxed);
+	do
+		m->next = top;
+	while (!atomic_compare_exchange_weak_explicit(&r->returned, &top, m, memory_order_release,
+						      memory_order_relaxed));
+}
