@@ -17,7 +17,10 @@
  * the driver.
  *
  * Operations take random sizes (0, 1 byte to 256 KiB, block multiples
- * and off by one), file offsets (unaligned, aligned, near and past EOF),
+ * and off by one, over 1 MiB; a tenth of the synchronous calls are writes
+ * of over 1 MiB at block-aligned offsets, which the caller writes in large
+ * pieces itself when OPENDS_WRITE_PIECE is set: half the sessions, and
+ * OPENDS_RA_KEEP=0 a quarter), file offsets (unaligned, aligned, near and past EOF),
  * targets anywhere in a 2 MiB memory pool with random buf_offset. The
  * oracle: the same operation with pread/pwrite on a copy of the file
  * opened with the same access mode (no O_DIRECT), so -EBADF through the
@@ -168,7 +171,11 @@ static size_t pick_size(size_t cap)
 	case 3: case 4: n = 4096 * (1 + rn(8)) + rn(3) - 1; break;
 	case 5: case 6: case 7: n = 1 + rn(64 * 1024); break;
 	case 8: n = 1 + rn(256 * 1024); break;
-	default: n = rn(4) ? 1 + rn(256 * 1024) : 1024 * 1024 + rn(256 * 1024); break; /* over 1 MiB */
+	default: /* over 1 MiB at times, block multiples among them (a
+		    synchronous write of those from device memory runs on the
+		    caller with OPENDS_WRITE_PIECE) */
+		n = rn(4) ? 1 + rn(256 * 1024) : rn(2) ? 1024 * 1024 + rn(256 * 1024) : 1024 * 1024 + 4096 * (1 + rn(96));
+		break;
 	}
 	return n > cap ? cap : n;
 }
@@ -237,6 +244,8 @@ static void make_op(struct op *o, size_t lo, size_t hi, bool allow_imr)
 		}
 	}
 	o->foff = pick_foff(o->size, !o->rd);
+	if (!(o->size % 4096) && rn(2)) /* block-aligned as a whole (O_DIRECT's and the large writes' shape) */
+		o->foff &= ~(off_t)4095;
 	o->imr = breaks_mapping(o);
 	if (!allow_imr && o->imr) {
 		o->base = lo, o->boff = 0, o->size = 0; /* harmless */
@@ -372,8 +381,22 @@ static void driver_up(void)
 		setenv("OPENDS_READAHEAD", "0", 1);
 	else
 		unsetenv("OPENDS_READAHEAD");
+	/* this round's switches: a synchronous write from device memory in
+	 * large pieces on the caller (half the sessions, pieces of 64 KiB to
+	 * 4 MiB), read-ahead buffers kept for the next handle or not */
+	static const char *const pieces[] = { "64k", "256k", "1m", "4m" };
+	if (rn(2))
+		setenv("OPENDS_WRITE_PIECE", pieces[rn(4)], 1);
+	else
+		unsetenv("OPENDS_WRITE_PIECE");
+	if (rn(4) == 0)
+		setenv("OPENDS_RA_KEEP", "0", 1);
+	else
+		unsetenv("OPENDS_RA_KEEP");
 	if (trace)
-		printf("driver open%s\n", tiny ? " with tiny pieces" : "");
+		printf("driver open%s%s%s\n", tiny ? " with tiny pieces" : "",
+		       getenv("OPENDS_WRITE_PIECE") ? ", write piece " : "",
+		       getenv("OPENDS_WRITE_PIECE") ? getenv("OPENDS_WRITE_PIECE") : "");
 	t_driver_open();
 	for (int i = 0; i < NSLOT; i++)
 		slot_open(i);
@@ -385,10 +408,35 @@ static void driver_up(void)
 
 /* ---- the families ------------------------------------------------------------ */
 
+/* A synchronous write of over 1 MiB, block-aligned in the file: from
+ * device memory (hostdev) with OPENDS_WRITE_PIECE set, the caller writes
+ * it in large pieces itself (stage_wr.c), not the engine. */
+static void make_big_write(struct op *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->s = (int)rn(NSLOT);
+	o->size = ((size_t)1 << 20) + 4096 * (1 + rn(96));
+	o->base = rn(POOL - o->size + 1);
+	o->boff = 0;
+	size_t fs = fsize_now();
+	size_t top = fs + 8192 < FILE_MAX - o->size ? fs + 8192 : FILE_MAX - o->size;
+	o->foff = (off_t)(4096 * rn(top / 4096 + 1));
+	o->imr = breaks_mapping(o);
+	if (!o->imr) {
+		uint8_t *p = pool + o->base;
+		for (size_t i = 0; i < o->size; i++)
+			p[i] = (uint8_t)rnd();
+		memcpy(shadow + o->base, p, o->size);
+	}
+}
+
 static void do_sync(void)
 {
 	struct op o;
-	make_op(&o, 0, POOL, true);
+	if (rn(10) == 0)
+		make_big_write(&o);
+	else
+		make_op(&o, 0, POOL, true);
 	note("sync %s", desc(&o));
 	oracle(&o);
 	ssize_t got = o.rd ? opends_sync_read(slots[o.s].fh, pool + o.base, o.size, o.foff, o.boff)
