@@ -47,7 +47,7 @@ if [ ! -f "$build/build.ninja" ]; then
 		{ cat "$probe/setup.log"; echo "FAIL: meson setup"; exit 1; }
 fi
 ninja -C "$build" tests/reliability/test_stress tests/reliability/test_races tests/reliability/test_diff \
-	tests/reliability/test_close tests/reliability/test_reuse tests/sources/test_source_cancel tests/test_config_race >"$probe/build.log" 2>&1 ||
+	tests/reliability/test_close tests/reliability/test_reuse tests/reliability/test_diffmt tests/sources/test_source_cancel tests/test_config_race >"$probe/build.log" 2>&1 ||
 	{ tail -30 "$probe/build.log"; echo "FAIL: build"; exit 1; }
 
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1 second_deadlock_stack=1 exitcode=66}
@@ -65,9 +65,11 @@ for b in ref uring gds; do
 	done
 	# a source's completions on its own threads, a batch cancelled while
 	# they are held (the direct requests' reaping); 1 s of the differential
-	# test (sources answering from threads, every family)
+	# test (sources answering from threads, every family), and 1 s of its
+	# threaded form (large writes, read-ahead's kept buffers, handles
+	# re-registered while other threads read)
 	for accel in host hostdev; do
-		for t in sources/test_source_cancel "reliability/test_diff 100000 1"; do
+		for t in sources/test_source_cancel "reliability/test_diff 100000 1" "reliability/test_diffmt 1"; do
 			OPENDS_BACKEND=$b OPENDS_ACCEL=$accel "${run[@]}" $build/tests/$t >/dev/null
 			r=$?
 			case $r in
