@@ -95,7 +95,7 @@ void ods_stage_req_put(struct ods_stage_req *r)
 			stop = refill(r, stop, (off_t)w);
 		res = (ssize_t)(stop - io->off);
 	}
-	free(r);
+	ods_recycle_put(&ods_stage_reqs, r);
 	ods_io_complete(io, res);
 }
 

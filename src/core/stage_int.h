@@ -68,6 +68,7 @@ void ods_stage_req_put(struct ods_stage_req *r);
 void ods_stage_wake_worker(struct ods_stage_worker *w);
 
 /* stage_queue.c */
+extern struct ods_recycle ods_stage_reqs; /* finished requests, for the next */
 /* Workers started beyond p.threads for a mover with device_workers: they
  * take chunks only while requests for two or more devices are queued
  * (stage_queue.c says why). */

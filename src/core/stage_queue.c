@@ -6,6 +6,7 @@
  */
 #include <limits.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "stage_int.h"
 
@@ -223,9 +224,15 @@ static void wake_workers(struct ods_stage *s, size_t chunks, bool multi)
 
 /* The request of io, or NULL when io needs no transfer or no request could
  * be had (io is then completed). No lock. */
+/* Requests are allocated by the submitter and freed by a worker: recycled
+ * (ods_recycle, ods.h says why), as the futures' requests are. */
+struct ods_recycle ods_stage_reqs = ODS_RECYCLE_INIT(sizeof(struct ods_stage_req), 8192);
+
 static struct ods_stage_req *req_new(struct ods_stage *s, struct ods_io *io)
 {
-	struct ods_stage_req *r = calloc(1, sizeof(*r));
+	struct ods_stage_req *r = ods_recycle_get(&ods_stage_reqs);
+	if (r)
+		memset(r, 0, sizeof(*r));
 	if (!r) {
 		ods_io_complete(io, -ENOMEM);
 		return NULL;
@@ -237,7 +244,7 @@ static struct ods_stage_req *req_new(struct ods_stage *s, struct ods_io *io)
 	r->fsize = -1;
 	r->key = io->mem != ODS_MEM_DEVICE ? ODS_STAGE_HOST_KEY : io->dev < ODS_STAGE_HOST_KEY ? io->dev : ODS_STAGE_HOST_KEY - 1u;
 	if (s->mv->req_init(r)) {
-		free(r);
+		ods_recycle_put(&ods_stage_reqs, r);
 		ods_io_complete(io, 0);
 		return NULL;
 	}
