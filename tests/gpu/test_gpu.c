@@ -443,6 +443,23 @@ static void copy_costs(const char *path)
 		printf("copy cost %zu B: cuMemcpyHtoD %.2f us, cuMemcpyHtoDAsync + cuStreamSynchronize %.2f us\n",
 		       sizes[z], best[0], best[1]);
 	}
+	/* what classifying an unregistered device pointer costs a call
+	 * (cuda_classify: one cuPointerGetAttributes of 3 attributes) */
+	double best = 1e9;
+	for (unsigned r = 0; r < ROUNDS; r++) {
+		unsigned type = 0;
+		CUcontext ctx = NULL;
+		int ordinal = -1;
+		CUpointer_attribute at[3] = { CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_CONTEXT,
+					      CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL };
+		void *data[3] = { &type, &ctx, &ordinal };
+		double t0 = t_now();
+		for (unsigned i = 0; i < N; i++)
+			CU(ods_cu.cuPointerGetAttributes(3, at, data, dev));
+		double c = per_call_us(t0, N);
+		best = c < best ? c : best;
+	}
+	printf("classify cost: cuPointerGetAttributes (3 attributes) %.2f us\n", best);
 	CU(ods_cu.cuStreamDestroy(st));
 	CU(ods_cu.cuMemFreeHost(pin));
 	const char *had = getenv("OPENDS_CUDA_SYNC_COPY");
@@ -455,21 +472,29 @@ static void copy_costs(const char *path)
 		OK(opends_driver_open());
 		opends_handle_t fh;
 		OK(opends_handle_register(&fh, fd));
-		double cost[3];
-		for (unsigned z = 0; z < 3; z++) {
-			size_t n = sizes[z];
-			rd_dev(fh, false, 4096, n, 0); /* byte-exact once, and the range hot */
-			cost[z] = 1e9;
-			for (unsigned r = 0; r < ROUNDS; r++) {
-				double t0 = t_now();
-				for (unsigned i = 0; i < N; i++)
-					EXPECT_SSZ(opends_sync_read(fh, (void *)(uintptr_t)dev, n, 4096, 0), (ssize_t)n);
-				double c = per_call_us(t0, N);
-				cost[z] = c < cost[z] ? c : cost[z];
+		for (int reg = 0; reg < 2; reg++) {
+			/* unregistered (each call classifies the pointer), then registered */
+			if (reg)
+				OK(opends_buf_register((void *)(uintptr_t)dev, DEVLEN, 0));
+			double cost[3];
+			for (unsigned z = 0; z < 3; z++) {
+				size_t n = sizes[z];
+				rd_dev(fh, false, 4096, n, 0); /* byte-exact once, and the range hot */
+				cost[z] = 1e9;
+				for (unsigned r = 0; r < ROUNDS; r++) {
+					double t0 = t_now();
+					for (unsigned i = 0; i < N; i++)
+						EXPECT_SSZ(opends_sync_read(fh, (void *)(uintptr_t)dev, n, 4096, 0), (ssize_t)n);
+					double c = per_call_us(t0, N);
+					cost[z] = c < cost[z] ? c : cost[z];
+				}
 			}
+			printf("sync read cost (OPENDS_CUDA_SYNC_COPY=%s, buffer %s): 4096 B %.2f us, 65536 B %.2f us, "
+			       "262144 B %.2f us\n",
+			       ways[w], reg ? "registered" : "not registered", cost[0], cost[1], cost[2]);
+			if (reg)
+				OK(opends_buf_deregister((void *)(uintptr_t)dev));
 		}
-		printf("sync read cost (OPENDS_CUDA_SYNC_COPY=%s): 4096 B %.2f us, 65536 B %.2f us, 262144 B %.2f us\n",
-		       ways[w], cost[0], cost[1], cost[2]);
 		OK(opends_handle_deregister(fh));
 		OK(opends_driver_close());
 	}
