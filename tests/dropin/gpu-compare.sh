@@ -45,7 +45,10 @@ gcc -std=c11 -Wall -Wextra -O1 -DPROG_CUDA -I"$NV_INC" -I"$CUDA_DIR/include" "$h
 g++ -std=c++17 -Wall -Wextra -O1 -I"$NV_INC" "$here/cufile_prog.cpp" -o "$OUT/cufile_prog_cxx" \
 	-Wl,--as-needed -L"$nv_dir" -l:libcufile.so.0 || exit 1
 # the programs in real programs' shapes (prog.h), with device memory too
-for p in cufile_sample_rw.c cufile_batch_poll.c cufile_async.c cufile_threads.cpp; do
+shaped="cufile_sample_rw.c cufile_batch_poll.c cufile_async.c cufile_threads.cpp"
+# statistics structures: cufile.h 1.20 and later only
+grep -q cuFileGetStatsL1 "$NV_INC/cufile.h" && shaped="$shaped cufile_stats.c"
+for p in $shaped; do
 	case $p in
 	*.cpp) g++ -std=c++17 -Wall -Wextra -O1 -DPROG_CUDA -I"$NV_INC" -I"$CUDA_DIR/include" "$here/$p" \
 		-o "$OUT/${p%.*}" -Wl,--as-needed -L"$nv_dir" -l:libcufile.so.0 -L"$CUDA_DIR/lib64/stubs" -lcuda -ldl \
@@ -62,8 +65,9 @@ cd "$work" || exit 1 # NVIDIA's cuFile writes cufile.log into the working folder
 runs=("c-host|cufile_prog|--mem=host" "c-gpu0|cufile_prog|--mem=device")
 [ "$ngpu" -ge 2 ] && runs+=("c-gpu1|cufile_prog|--gpu=1")
 runs+=("cxx-host|cufile_prog_cxx|")
-for p in sample_rw batch_poll async threads; do
-	runs+=("$p-host|cufile_$p|--mem=host" "$p-gpu0|cufile_$p|--mem=device")
+for p in $shaped; do
+	p=${p%.*}
+	runs+=("${p#cufile_}-host|$p|--mem=host" "${p#cufile_}-gpu0|$p|--mem=device")
 done
 
 # the machine's own search path (libcuda.so.1 may be found through it) stays behind ours

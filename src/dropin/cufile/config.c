@@ -1,8 +1,9 @@
 /*
  * The drop-in's configuration and queries (dropin.h): driver properties,
- * the legacy setters, the parameter API, and the entry points of cuFile
- * 1.20 that have no OpenDS meaning (statistics, PCIe topology, BAR size,
- * peer-to-peer flags, slab arrays). Those answer what NVIDIA's cuFile
+ * the legacy setters, the parameter API, cufile.json (read by json.c),
+ * the statistics level (stats.c keeps the statistics), and the entry
+ * points of cuFile 1.20 that have no OpenDS meaning (PCIe topology, BAR
+ * size, peer-to-peer flags, slab arrays). Those answer what NVIDIA's cuFile
  * answers with the feature off and never make up data; docs/cufile-dropin.md
  * has the table.
  */
@@ -69,6 +70,141 @@ static bool bool_val[P_BOOL_N];
 static char str_val[P_STR_N][256];
 static bool defaults_done;
 
+#define SLABS_MAX 64
+struct slabs {
+	int len; /* 0: nothing set */
+	size_t size[SLABS_MAX], count[SLABS_MAX];
+};
+/* The POSIX pool starts as cufile.json's default (three slabs; NVIDIA
+ * 1.15.1 answers a Get of another length with INVALID_VALUE); the GPU
+ * bounce buffers have no slab array unless one is set (cuFile's uniform
+ * bounce buffers are the default). */
+static struct slabs posix_slabs = { 3, { 4, 1024, 16384 }, { 128, 64, 64 } }, gpu_slabs;
+
+/* ---- cufile.json and cuFile's environment -------------------------------- */
+
+/* What programs configure cuFile with besides the API: the file named by
+ * CUFILE_ENV_PATH_JSON, else /etc/cufile.json, and CUFILE_LOGGING_LEVEL /
+ * CUFILE_LOGFILE_PATH. cuFile's precedence: a value set through the API,
+ * then the environment, then the file, then the default. The keys below
+ * are reported by cuFileGetParameter* and cuFileDriverGetProperties;
+ * io_batchsize bounds cuFileBatchIOSetUp and cufile_stats is the
+ * statistics level (stats.c). The file's max_direct_io_size_kb,
+ * max_io_threads and max_io_queue_depth are not taken: OpenDS's own
+ * variables (OPENDS_CHUNK_SIZE, ...) set what those would. A value out
+ * of range is left out; a file that is not JSON is left out whole. */
+static const struct {
+	const char *key;
+	int param;
+} json_size[] = {
+	{ "profile.cufile_stats", CUFILE_PARAM_PROFILE_STATS },
+	{ "execution.min_io_threshold_size_kb", CUFILE_PARAM_EXECUTION_MIN_IO_THRESHOLD_SIZE_KB },
+	{ "execution.max_request_parallelism", CUFILE_PARAM_EXECUTION_MAX_REQUEST_PARALLELISM },
+	{ "properties.max_device_cache_size_kb", CUFILE_PARAM_PROPERTIES_MAX_DEVICE_CACHE_SIZE_KB },
+	{ "properties.per_buffer_cache_size_kb", CUFILE_PARAM_PROPERTIES_PER_BUFFER_CACHE_SIZE_KB },
+	{ "properties.max_device_pinned_mem_size_kb", CUFILE_PARAM_PROPERTIES_MAX_DEVICE_PINNED_MEM_SIZE_KB },
+	{ "properties.io_batchsize", CUFILE_PARAM_PROPERTIES_IO_BATCHSIZE },
+	{ "properties.poll_mode_max_size_kb", CUFILE_PARAM_POLLTHRESHOLD_SIZE_KB },
+	{ "properties.batch_io_timeout_ms", CUFILE_PARAM_PROPERTIES_BATCH_IO_TIMEOUT_MS },
+}, json_bool[] = {
+	{ "properties.use_poll_mode", CUFILE_PARAM_PROPERTIES_USE_POLL_MODE },
+	{ "properties.allow_compat_mode", CUFILE_PARAM_PROPERTIES_ALLOW_COMPAT_MODE },
+	{ "properties.force_compat_mode", CUFILE_PARAM_FORCE_COMPAT_MODE },
+	{ "properties.use_pci_p2pdma", CUFILE_PARAM_USE_PCIP2PDMA },
+	{ "execution.parallel_io", CUFILE_PARAM_EXECUTION_PARALLEL_IO },
+	{ "profile.nvtx", CUFILE_PARAM_PROFILE_NVTX },
+}, json_str[] = {
+	{ "logging.level", CUFILE_PARAM_LOGGING_LEVEL },
+	{ "logging.dir", CUFILE_PARAM_LOG_DIR },
+};
+
+/* The file's values, applied only when the whole file parsed. */
+struct json_cfg {
+	size_t size[P_SIZE_N];
+	bool has_size[P_SIZE_N], b[P_BOOL_N], has_b[P_BOOL_N], has_str[P_STR_N];
+	char str[P_STR_N][256];
+	double slab_size[CFD_JSON_ARRAY_MAX], slab_count[CFD_JSON_ARRAY_MAX];
+	int n_slab_size, n_slab_count;
+};
+
+static void json_leaf(const char *path, const struct cfd_json_val *v, void *arg)
+{
+	struct json_cfg *c = arg;
+	for (size_t i = 0; i < sizeof(json_size) / sizeof(*json_size); i++) {
+		int k = json_size[i].param;
+		if (strcmp(path, json_size[i].key) || v->kind != CFD_JSON_NUMBER || v->num < (double)size_min[k] ||
+		    v->num > (double)size_max[k] || v->num != (double)(size_t)v->num)
+			continue;
+		c->size[k] = (size_t)v->num;
+		c->has_size[k] = true;
+	}
+	for (size_t i = 0; i < sizeof(json_bool) / sizeof(*json_bool); i++) {
+		if (!strcmp(path, json_bool[i].key) && v->kind == CFD_JSON_BOOL) {
+			c->b[json_bool[i].param] = v->b;
+			c->has_b[json_bool[i].param] = true;
+		}
+	}
+	for (size_t i = 0; i < sizeof(json_str) / sizeof(*json_str); i++) {
+		if (!strcmp(path, json_str[i].key) && v->kind == CFD_JSON_STRING) {
+			snprintf(c->str[json_str[i].param], sizeof(c->str[0]), "%s", v->str);
+			c->has_str[json_str[i].param] = true;
+		}
+	}
+	if (v->kind == CFD_JSON_ARRAY && !strcmp(path, "properties.posix_pool_slab_size_kb")) {
+		memcpy(c->slab_size, v->arr, (size_t)v->n * sizeof(double));
+		c->n_slab_size = v->n;
+	}
+	if (v->kind == CFD_JSON_ARRAY && !strcmp(path, "properties.posix_pool_slab_count")) {
+		memcpy(c->slab_count, v->arr, (size_t)v->n * sizeof(double));
+		c->n_slab_count = v->n;
+	}
+}
+
+static void json_apply_locked(void)
+{
+	const char *file = getenv("CUFILE_ENV_PATH_JSON");
+	if (!file || !*file)
+		file = "/etc/cufile.json";
+	struct json_cfg *c = calloc(1, sizeof(*c));
+	if (!c)
+		return;
+	if (cfd_json_read(file, json_leaf, c) == 0) {
+		for (int k = 0; k < P_SIZE_N; k++)
+			if (c->has_size[k])
+				size_val[k] = c->size[k];
+		for (int k = 0; k < P_BOOL_N; k++)
+			if (c->has_b[k])
+				bool_val[k] = c->b[k];
+		for (int k = 0; k < P_STR_N; k++)
+			if (c->has_str[k])
+				memcpy(str_val[k], c->str[k], sizeof(str_val[k]));
+		/* the POSIX pool's slabs: sizes and counts of one length */
+		int n = c->n_slab_size;
+		bool ok = n > 0 && n == c->n_slab_count;
+		for (int i = 0; ok && i < n; i++)
+			ok = c->slab_size[i] >= 1 && c->slab_count[i] >= 1;
+		if (ok) {
+			posix_slabs.len = n;
+			for (int i = 0; i < n; i++) {
+				posix_slabs.size[i] = (size_t)c->slab_size[i];
+				posix_slabs.count[i] = (size_t)c->slab_count[i];
+			}
+		}
+	}
+	free(c);
+	/* the environment over the file */
+	static const struct {
+		const char *var;
+		int param;
+	} env_str[] = { { "CUFILE_LOGGING_LEVEL", CUFILE_PARAM_LOGGING_LEVEL },
+			{ "CUFILE_LOGFILE_PATH", CUFILE_PARAM_ENV_LOGFILE_PATH } };
+	for (size_t i = 0; i < sizeof(env_str) / sizeof(*env_str); i++) {
+		const char *v = getenv(env_str[i].var);
+		if (v && *v && strlen(v) < sizeof(str_val[0]))
+			snprintf(str_val[env_str[i].param], sizeof(str_val[0]), "%s", v);
+	}
+}
+
 static void defaults_locked(void)
 {
 	if (defaults_done)
@@ -77,6 +213,7 @@ static void defaults_locked(void)
 	memcpy(bool_val, bool_default, sizeof(bool_val));
 	for (int i = 0; i < P_STR_N; i++)
 		snprintf(str_val[i], sizeof(str_val[i]), "%s", str_default[i]);
+	json_apply_locked();
 	defaults_done = true;
 }
 
@@ -285,7 +422,10 @@ EXPORT CUfileError_t cuFileSetParameterSizeT(CUFileSizeTConfigParameter_t param,
 		return cfd_st(CU_FILE_INVALID_VALUE, 0);
 	if (atomic_load(&cfd_is_open))
 		return cfd_st(CU_FILE_DRIVER_ALREADY_OPEN, 0);
-	return set_size((int)param, value, CU_FILE_INVALID_VALUE);
+	CUfileError_t e = set_size((int)param, value, CU_FILE_INVALID_VALUE);
+	if (!e.err && param == CUFILE_PARAM_PROFILE_STATS)
+		cfd_stats_refresh((int)value);
+	return e;
 }
 
 EXPORT CUfileError_t cuFileSetParameterBool(CUFileBoolConfigParameter_t param, bool value)
@@ -314,69 +454,28 @@ EXPORT CUfileError_t cuFileSetParameterString(CUFileStringConfigParameter_t para
 	return cfd_st(CU_FILE_SUCCESS, 0);
 }
 
-/* ---- statistics ---------------------------------------------------------- */
+/* ---- statistics level (stats.c keeps the statistics) -------------------- */
 
-/* The drop-in keeps no statistics: counting every call would put work on
- * the data path. cuFile with statistics off (level 0, its default) is what
- * it answers: level 0 is the only level, and the counters are "not
- * enabled" (CU_FILE_INVALID_VALUE). Like NVIDIA's, these calls do not open
- * the driver. */
-static CUfileError_t stats_driver(void)
+int cfd_config_stats_level_locked(void)
 {
-	return cfd_st(atomic_load(&cfd_is_open) ? CU_FILE_SUCCESS : CU_FILE_DRIVER_NOT_INITIALIZED, 0);
+	defaults_locked();
+	return (int)size_val[CUFILE_PARAM_PROFILE_STATS];
 }
 
-EXPORT CUfileError_t cuFileSetStatsLevel(int level)
+int cfd_config_stats_level(void)
 {
-	return cfd_st(level == 0 ? CU_FILE_SUCCESS : CU_FILE_INVALID_VALUE, 0);
+	pthread_mutex_lock(&cfd_lock);
+	int level = cfd_config_stats_level_locked();
+	pthread_mutex_unlock(&cfd_lock);
+	return level;
 }
 
-EXPORT CUfileError_t cuFileGetStatsLevel(int *level)
+void cfd_config_set_stats_level(int level)
 {
-	if (!level)
-		return cfd_st(CU_FILE_INVALID_VALUE, 0);
-	*level = 0;
-	return cfd_st(CU_FILE_SUCCESS, 0);
-}
-
-EXPORT CUfileError_t cuFileStatsStart(void)
-{
-	CUfileError_t e = stats_driver();
-	/* level 0 (the only one): NVIDIA 1.15.1 answers INTERNAL_ERROR */
-	return e.err ? e : cfd_st(CU_FILE_INTERNAL_ERROR, 0);
-}
-
-EXPORT CUfileError_t cuFileStatsStop(void)
-{
-	return stats_driver();
-}
-
-EXPORT CUfileError_t cuFileStatsReset(void)
-{
-	return stats_driver();
-}
-
-static CUfileError_t stats_get(const void *stats)
-{
-	if (!stats)
-		return cfd_st(CU_FILE_INVALID_VALUE, 0);
-	CUfileError_t e = stats_driver();
-	return e.err ? e : cfd_st(CU_FILE_INVALID_VALUE, 0);
-}
-
-EXPORT CUfileError_t cuFileGetStatsL1(CUfileStatsLevel1_t *stats)
-{
-	return stats_get(stats);
-}
-
-EXPORT CUfileError_t cuFileGetStatsL2(CUfileStatsLevel2_t *stats)
-{
-	return stats_get(stats);
-}
-
-EXPORT CUfileError_t cuFileGetStatsL3(CUfileStatsLevel3_t *stats)
-{
-	return stats_get(stats);
+	pthread_mutex_lock(&cfd_lock);
+	defaults_locked();
+	size_val[CUFILE_PARAM_PROFILE_STATS] = (size_t)level;
+	pthread_mutex_unlock(&cfd_lock);
 }
 
 /* ---- platform: topology, BAR, peer-to-peer paths ------------------------- */
@@ -430,17 +529,6 @@ EXPORT CUfileError_t cuFileDriverSetP2PFlags(CUfileDriverStatusFlags_t status_fl
 
 /* ---- slab arrays (stored only: OpenDS has no such pools) ----------------- */
 
-#define SLABS_MAX 64
-struct slabs {
-	int len; /* 0: nothing set */
-	size_t size[SLABS_MAX], count[SLABS_MAX];
-};
-/* The POSIX pool starts as cufile.json's default (three slabs; NVIDIA
- * 1.15.1 answers a Get of another length with INVALID_VALUE); the GPU
- * bounce buffers have no slab array unless one is set (cuFile's uniform
- * bounce buffers are the default). */
-static struct slabs posix_slabs = { 3, { 4, 1024, 16384 }, { 128, 64, 64 } }, gpu_slabs;
-
 static CUfileError_t slabs_set(struct slabs *s, const size_t *size, const size_t *count, int len, bool gpu)
 {
 	if (!size || !count || len <= 0 || len > SLABS_MAX)
@@ -453,6 +541,7 @@ static CUfileError_t slabs_set(struct slabs *s, const size_t *size, const size_t
 			return cfd_st(CU_FILE_INVALID_VALUE, 0);
 	}
 	pthread_mutex_lock(&cfd_lock);
+	defaults_locked();
 	bool open = atomic_load(&cfd_is_open);
 	if (!open) {
 		s->len = len;
@@ -469,6 +558,7 @@ static CUfileError_t slabs_get(const struct slabs *s, size_t *size, size_t *coun
 	if (!size || !count || len <= 0)
 		return cfd_st(CU_FILE_INVALID_VALUE, 0);
 	pthread_mutex_lock(&cfd_lock);
+	defaults_locked();
 	bool ok = len == s->len;
 	if (ok) {
 		memcpy(size, s->size, (size_t)len * sizeof(*size));

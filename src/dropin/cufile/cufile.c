@@ -240,6 +240,7 @@ static CUfileError_t open_locked(void)
 	}
 	atomic_store(&cfd_is_open, true);
 	ods_gate_open();
+	cfd_stats_refresh(cfd_config_stats_level_locked()); /* cufile.json's level counts from the open */
 	return cfd_st(CU_FILE_SUCCESS, 0);
 }
 
@@ -371,6 +372,8 @@ EXPORT CUfileError_t cuFileHandleRegister(CUfileHandle_t *fh, CUfileDescr_t *des
 		return e;
 	opends_handle_t h = NULL;
 	opends_error_t oe = opends_handle_register(&h, descr->handle.fd);
+	if (cfd_stats_on())
+		cfd_stats_op(CFD_ST_HDL_REG, !oe.err);
 	if (oe.err)
 		return cfd_from_ods(oe);
 	/* cuFile refuses stream reads on a write-only handle when they are
@@ -388,8 +391,11 @@ EXPORT void cuFileHandleDeregister(CUfileHandle_t fh)
 {
 	pset_del(&wronly, fh);
 	CFD_GATE(g);
-	if (fh && enter_if_open(&g))
-		(void)opends_handle_deregister((opends_handle_t)fh);
+	if (fh && enter_if_open(&g)) {
+		opends_error_t oe = opends_handle_deregister((opends_handle_t)fh);
+		if (cfd_stats_on())
+			cfd_stats_op(CFD_ST_HDL_DEREG, !oe.err);
+	}
 }
 
 EXPORT CUfileError_t cuFileBufRegister(const void *bufPtr_base, size_t length, int flags)
@@ -400,7 +406,10 @@ EXPORT CUfileError_t cuFileBufRegister(const void *bufPtr_base, size_t length, i
 	CFD_ENTER(e);
 	if (e.err)
 		return e;
-	return cfd_from_ods(opends_buf_register(bufPtr_base, length, 0));
+	opends_error_t oe = opends_buf_register(bufPtr_base, length, 0);
+	if (cfd_stats_on())
+		cfd_stats_op(CFD_ST_BUF_REG, !oe.err);
+	return cfd_from_ods(oe);
 }
 
 EXPORT CUfileError_t cuFileBufDeregister(const void *bufPtr_base)
@@ -408,7 +417,10 @@ EXPORT CUfileError_t cuFileBufDeregister(const void *bufPtr_base)
 	CFD_ENTER(e);
 	if (e.err)
 		return e;
-	return cfd_from_ods(opends_buf_deregister(bufPtr_base));
+	opends_error_t oe = opends_buf_deregister(bufPtr_base);
+	if (cfd_stats_on())
+		cfd_stats_op(CFD_ST_BUF_DEREG, !oe.err);
+	return cfd_from_ods(oe);
 }
 
 /* ---- synchronous I/O ---------------------------------------------------- */
@@ -418,6 +430,13 @@ EXPORT ssize_t cuFileRead(CUfileHandle_t fh, void *bufPtr_base, size_t size, off
 	CFD_ENTER(e);
 	if (e.err)
 		return -(ssize_t)e.err;
+	if (cfd_stats_on()) {
+		uint64_t t0 = cfd_stats_t0();
+		ssize_t r = io_ret(opends_sync_read((opends_handle_t)fh, bufPtr_base, size, file_offset, bufPtr_offset),
+				   OPENDS_READ);
+		cfd_stats_io(CFD_ST_READ, r, size, t0);
+		return r;
+	}
 	return io_ret(opends_sync_read((opends_handle_t)fh, bufPtr_base, size, file_offset, bufPtr_offset), OPENDS_READ);
 }
 
@@ -427,6 +446,13 @@ EXPORT ssize_t cuFileWrite(CUfileHandle_t fh, const void *bufPtr_base, size_t si
 	CFD_ENTER(e);
 	if (e.err)
 		return -(ssize_t)e.err;
+	if (cfd_stats_on()) {
+		uint64_t t0 = cfd_stats_t0();
+		ssize_t r = io_ret(opends_sync_write((opends_handle_t)fh, bufPtr_base, size, file_offset, bufPtr_offset),
+				   OPENDS_WRITE);
+		cfd_stats_io(CFD_ST_WRITE, r, size, t0);
+		return r;
+	}
 	return io_ret(opends_sync_write((opends_handle_t)fh, bufPtr_base, size, file_offset, bufPtr_offset),
 		      OPENDS_WRITE);
 }
@@ -458,16 +484,28 @@ static ssize_t rwv(int opcode, CUfileHandle_t fh, const CUfileIOVec_t *iov, size
 	return (ssize_t)total;
 }
 
+/* rwv, counted when statistics are on */
+static ssize_t rwv_counted(int opcode, CUfileHandle_t fh, const CUfileIOVec_t *iov, size_t iovcnt, off_t file_offset,
+			   unsigned flags)
+{
+	if (!cfd_stats_on())
+		return rwv(opcode, fh, iov, iovcnt, file_offset, flags);
+	uint64_t t0 = cfd_stats_t0();
+	ssize_t r = rwv(opcode, fh, iov, iovcnt, file_offset, flags);
+	cfd_stats_io(opcode == OPENDS_READ ? CFD_ST_READV : CFD_ST_WRITEV, r, 0, t0);
+	return r;
+}
+
 EXPORT ssize_t cuFileReadv(CUfileHandle_t fh, const CUfileIOVec_t *iov, size_t iovcnt, off_t file_offset,
 			   unsigned flags)
 {
-	return rwv(OPENDS_READ, fh, iov, iovcnt, file_offset, flags);
+	return rwv_counted(OPENDS_READ, fh, iov, iovcnt, file_offset, flags);
 }
 
 EXPORT ssize_t cuFileWritev(CUfileHandle_t fh, const CUfileIOVec_t *iov, size_t iovcnt, off_t file_offset,
 			    unsigned flags)
 {
-	return rwv(OPENDS_WRITE, fh, iov, iovcnt, file_offset, flags);
+	return rwv_counted(OPENDS_WRITE, fh, iov, iovcnt, file_offset, flags);
 }
 
 /* ---- batch -------------------------------------------------------------- */
@@ -486,6 +524,8 @@ EXPORT CUfileError_t cuFileBatchIOSetUp(CUfileBatchHandle_t *batch_idp, unsigned
 		return e;
 	opends_batch_t b = NULL;
 	opends_error_t oe = opends_batch_setup(&b, nr);
+	if (cfd_stats_on())
+		cfd_stats_op(CFD_ST_BATCH_SETUP, !oe.err);
 	if (oe.err)
 		return cfd_from_ods(oe);
 	*batch_idp = (CUfileBatchHandle_t)b;
@@ -499,6 +539,7 @@ EXPORT CUfileError_t cuFileBatchIOSubmit(CUfileBatchHandle_t batch_idp, unsigned
 	if (e.err)
 		return e;
 	pset_del(&cancelled, batch_idp); /* new work is reported again */
+	uint64_t t0 = cfd_stats_on() ? cfd_stats_t0() : 0;
 	if (!iocbp || nr == 0)
 		return cfd_from_ods(opends_batch_submit((opends_batch_t)batch_idp, nr, NULL, flags));
 	opends_io_params_t small[16];
@@ -519,6 +560,8 @@ EXPORT CUfileError_t cuFileBatchIOSubmit(CUfileBatchHandle_t batch_idp, unsigned
 	opends_error_t oe = opends_batch_submit((opends_batch_t)batch_idp, nr, p, flags);
 	if (p != small)
 		free(p);
+	if (t0)
+		cfd_stats_submit(nr, iocbp, !oe.err, t0);
 	if (oe.err == OPENDS_BATCH_FULL) /* NVIDIA 1.15.1: more entries than set up */
 		return cfd_st(CU_FILE_INTERNAL_BATCH_SUBMIT_ERROR, 0);
 	return cfd_from_ods(oe);
@@ -552,6 +595,8 @@ EXPORT CUfileError_t cuFileBatchIOGetStatus(CUfileBatchHandle_t batch_idp, unsig
 			iocbp[i].status = (CUfileStatus_t)ev[i].status;
 			iocbp[i].ret = (size_t)ev[i].ret; /* negative errors wrap, as in cuFile */
 		}
+		if (cfd_stats_on())
+			cfd_stats_events(iocbp, *nr < room ? *nr : room);
 	}
 	if (ev && ev != small)
 		free(ev);
@@ -564,6 +609,8 @@ EXPORT CUfileError_t cuFileBatchIOCancel(CUfileBatchHandle_t batch_idp)
 	if (e.err)
 		return e;
 	CUfileError_t r = cfd_from_ods(opends_batch_cancel((opends_batch_t)batch_idp));
+	if (cfd_stats_on())
+		cfd_stats_op(CFD_ST_BATCH_CANCEL, !r.err);
 	if (r.err == CU_FILE_SUCCESS && !pset_add(&cancelled, batch_idp))
 		return cfd_st(CU_FILE_NOMEM_ERROR, 0);
 	return r;
@@ -573,8 +620,11 @@ EXPORT void cuFileBatchIODestroy(CUfileBatchHandle_t batch_idp)
 {
 	pset_del(&cancelled, batch_idp);
 	CFD_GATE(g);
-	if (enter_if_open(&g))
-		(void)opends_batch_destroy((opends_batch_t)batch_idp);
+	if (enter_if_open(&g)) {
+		opends_error_t oe = opends_batch_destroy((opends_batch_t)batch_idp);
+		if (cfd_stats_on())
+			cfd_stats_op(CFD_ST_BATCH_DESTROY, !oe.err);
+	}
 }
 
 /* ---- stream-ordered I/O ------------------------------------------------- */

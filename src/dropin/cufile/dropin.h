@@ -9,6 +9,8 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
 
 #include "gate.h"
 #include "opends.h"
@@ -68,5 +70,62 @@ size_t cfd_config_settings_locked(opends_setting_t *out, char (*buf)[32]);
  * PROPERTIES_IO_BATCHSIZE parameter, 128 unless set): the most entries
  * cuFileBatchIOSetUp accepts. */
 unsigned cfd_batch_size(void);
+
+/* config.c: the statistics level (cuFile's PROFILE_STATS parameter:
+ * cuFileSetStatsLevel, cuFileSetParameterSizeT or cufile.json). */
+int cfd_config_stats_level(void);
+int cfd_config_stats_level_locked(void); /* under cfd_lock */
+void cfd_config_set_stats_level(int level);
+
+/* stats.c: cuFile's statistics. The calls count only while
+ * cfd_stats_active (one relaxed load when off); an I/O call takes
+ * cfd_stats_t0() before and hands it to cfd_stats_io after. */
+enum cfd_stat_op {
+	CFD_ST_READ,
+	CFD_ST_WRITE,
+	CFD_ST_READV,
+	CFD_ST_WRITEV,
+	CFD_ST_HDL_REG,
+	CFD_ST_HDL_DEREG,
+	CFD_ST_BUF_REG,
+	CFD_ST_BUF_DEREG,
+	CFD_ST_BATCH_SETUP,
+	CFD_ST_BATCH_SUBMIT,
+	CFD_ST_BATCH_COMPLETE,
+	CFD_ST_BATCH_CANCEL,
+	CFD_ST_BATCH_DESTROY,
+	CFD_ST_N
+};
+extern atomic_bool cfd_stats_active;
+static inline bool cfd_stats_on(void)
+{
+	return atomic_load_explicit(&cfd_stats_active, memory_order_relaxed);
+}
+uint64_t cfd_stats_t0(void);
+void cfd_stats_op(enum cfd_stat_op op, bool ok);
+void cfd_stats_io(enum cfd_stat_op op, ssize_t r, size_t size, uint64_t t0);
+void cfd_stats_submit(unsigned nr, const CUfileIOParams_t *p, bool ok, uint64_t t0);
+void cfd_stats_events(const CUfileIOEvents_t *ev, unsigned n);
+/* The level is now level (it was set, or the driver opened with it):
+ * counting runs from here if it is 1 or more and not stopped. Takes no
+ * lock. */
+void cfd_stats_refresh(int level);
+
+/* json.c: read cuFile's configuration file, handing each leaf to fn with
+ * its dotted path ("properties.io_batchsize"); arrays only when all their
+ * items are numbers (at most CFD_JSON_ARRAY_MAX). Returns 0, or -1 when
+ * the file cannot be read or is not JSON (comments allowed): config.c
+ * then applies none of it. */
+#define CFD_JSON_ARRAY_MAX 64
+struct cfd_json_val {
+	enum { CFD_JSON_NUMBER, CFD_JSON_BOOL, CFD_JSON_STRING, CFD_JSON_ARRAY } kind;
+	double num;
+	bool b;
+	const char *str;
+	double arr[CFD_JSON_ARRAY_MAX];
+	int n;
+};
+typedef void (*cfd_json_fn)(const char *path, const struct cfd_json_val *v, void *arg);
+int cfd_json_read(const char *file, cfd_json_fn fn, void *arg);
 
 #endif
