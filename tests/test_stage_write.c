@@ -11,7 +11,8 @@
  *             byte-exact against an oracle; a write of exactly 1 MiB and
  *             one of unaligned size are not taken and are exact too
  *   direct    the same through a handle of an O_DIRECT fd
- *   off       unset, 0 or not a size: nothing taken, the same bytes
+ *   off       0: nothing taken, the same bytes; unset or not a size: the
+ *             default piece (taken where it is not 0)
  *   errors    a read-only fd and an offset past the largest file: the
  *             same result with the switch on as off, nothing written
  *   threads   4 threads writing their own ranges at once (TSan)
@@ -26,6 +27,7 @@
 #include <stdatomic.h>
 
 extern atomic_ulong ods_stage_caller_writes;
+extern const size_t ods_stage_write_def_piece;
 
 #define MiB ((size_t)1 << 20)
 #define FMAX (16 * MiB)
@@ -93,7 +95,11 @@ static void plan_case(const char *piece, bool direct)
 	opends_handle_t fh = t_register(fd);
 	uint8_t *oracle = calloc(1, FMAX);
 	size_t fsize = 0;
-	run_plan(fh, oracle, &fsize, 11, piece && strcmp(piece, "0") && strcmp(piece, "1x"));
+	/* unset or not a size: the default piece; "0": off */
+	bool on = piece && strcmp(piece, "0") && strcmp(piece, "1x") ? true
+		  : piece && !strcmp(piece, "0")			 ? false
+									 : ods_stage_write_def_piece != 0;
+	run_plan(fh, oracle, &fsize, 11, on);
 	OK(opends_handle_deregister(fh));
 	close(fd);
 	fd = t_open(path, O_RDONLY, false);
@@ -114,7 +120,7 @@ static void c_direct(void)
 	plan_case("1m", true);
 }
 
-static void c_off(void)
+static void c_off(void) /* (and the default) */
 {
 	plan_case(NULL, false);
 	plan_case("0", false);
@@ -148,10 +154,10 @@ static ssize_t err_write(const char *piece, int flags, off_t off)
 
 static void c_errors(void)
 {
-	ssize_t a = err_write(NULL, O_RDONLY, 0), b = err_write("1m", O_RDONLY, 0);
+	ssize_t a = err_write("0", O_RDONLY, 0), b = err_write("1m", O_RDONLY, 0);
 	CHECKF(a < 0 && a == b, "read-only fd: %zd off, %zd on", a, b);
 	off_t far = (off_t)1 << 62;
-	a = err_write(NULL, O_RDWR, far);
+	a = err_write("0", O_RDWR, far);
 	b = err_write("1m", O_RDWR, far);
 	CHECKF(a < 0 && a == b, "offset 2^62: %zd off, %zd on", a, b);
 	printf("errors: read-only %s, far offset %s, the same either way\n", t_errname(err_write("1m", O_RDONLY, 0)),

@@ -1,7 +1,8 @@
 /*
  * Synchronous writes from device memory on the calling thread, in large
  * pieces (issue 17's write16m / write8t; an A/B switch until the GPU probe
- * decides: OPENDS_WRITE_PIECE=size, unset or 0 off).
+ * decides: OPENDS_WRITE_PIECE=size, 0 off; unset or not a size: the
+ * default, ods_stage_write_def_piece).
  *
  * Through the engine, a synchronous 16 MiB write is 16 chunks of 1 MiB:
  * each copied from the device into a worker's slot, then written O_DIRECT
@@ -51,6 +52,9 @@ struct ods_stage_wr {
 	bool pinned;    /* from accel->mem->pinned_alloc (set at open) */
 };
 
+/* the piece when OPENDS_WRITE_PIECE is unset (0: the engine's way) */
+const size_t ods_stage_write_def_piece = 0;
+
 /* a size: digits with an optional k, m or g; 0 for anything else */
 static size_t parse_size(const char *v)
 {
@@ -74,7 +78,10 @@ static size_t parse_size(const char *v)
 
 void ods_stage_write_open(struct ods_stage *s)
 {
-	size_t piece = parse_size(getenv("OPENDS_WRITE_PIECE"));
+	const char *v = getenv("OPENDS_WRITE_PIECE");
+	size_t piece = v && !strcmp(v, "0") ? 0 : parse_size(v);
+	if (!piece && !(v && !strcmp(v, "0")))
+		piece = ods_stage_write_def_piece;
 	atomic_store(&wr_piece, piece);
 	struct ods_stage_wr *w = piece ? calloc(1, sizeof(*w)) : NULL;
 	if (w) {
