@@ -30,8 +30,17 @@ int main(int argc, char **argv)
 	if (!h)
 		FAIL("out of memory");
 
-	ans("driver_open", cuFileDriverOpen());
+	/* a call before cuFileDriverOpen (cuFile opens on first use), then
+	 * the program's own open: the use count after each */
+	typedef long (*use_count_fn)(void);
+	use_count_fn use_count = (use_count_fn)dlsym(RTLD_DEFAULT, "cuFileUseCount");
 	CUfileDrvProps_t props;
+	ans("props_before_open", cuFileDriverGetProperties(&props));
+	if (use_count)
+		printf("= use_count_after_props %ld\n", use_count());
+	ans("driver_open", cuFileDriverOpen());
+	if (use_count)
+		printf("= use_count_after_open %ld\n", use_count());
 	ans("props", cuFileDriverGetProperties(&props));
 	printf("# max_direct_io_size %zu KiB, max_batch_io_size %u\n", (size_t)props.nvfs.max_direct_io_size,
 	       props.max_batch_io_size);
@@ -179,6 +188,12 @@ int main(int argc, char **argv)
 	ans("handle_register_pipe", reg_fd(pfd[0], &bad));
 	close(pfd[0]);
 	close(pfd[1]);
+	int appfd = open(src, O_WRONLY | O_APPEND);
+	ans("handle_register_o_append", reg_fd(appfd, &bad));
+	close(appfd);
+	int pathfd = open(src, O_PATH);
+	ans("handle_register_o_path", reg_fd(pathfd, &bad));
+	close(pathfd);
 	int nullfd = open("/dev/null", O_RDWR);
 	ans("handle_register_dev_null", reg_fd(nullfd, &bad));
 	close(nullfd);
@@ -194,6 +209,8 @@ int main(int argc, char **argv)
 
 	cuFileHandleDeregister(fh);
 	ans("driver_close", cuFileDriverClose());
+	if (use_count)
+		printf("= use_count_after_close %ld\n", use_count());
 	close(fd);
 	close(chk);
 	close(rofd);
