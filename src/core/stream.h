@@ -117,6 +117,8 @@ enum {
 	SST_ROUNDS,      /* dispatcher polls */
 	SST_VISITS,      /* operations looked at by them */
 	SST_WAKES,       /* futex wakes of the dispatcher by a post or kick */
+	SST_DIRECT,      /* operations run direct (idle stream: no counter,
+			    no dispatcher; stream_accel.c) */
 	SST_N
 };
 extern bool ods_sstats_on;
@@ -143,6 +145,16 @@ static inline void ods_sst_since(int i, uint64_t t0)
 void ods_sstats_init(void);  /* reads OPENDS_STREAM_STATS */
 void ods_sstats_print(void); /* and zeroes them */
 
+/* Something of an operation kept until its stream is known to be past it
+ * (stream_accel.c's direct operations: their staging, until the copy out
+ * of it ran). release(h, true): the stream is past it (an idle query, a
+ * sync or a destroy that succeeded); release(h, false): that will never be
+ * known (the accelerator failed): keep it for good, never reuse it. */
+struct ods_held {
+	struct ods_held *next;
+	void (*release)(struct ods_held *h, bool past);
+};
+
 /* stream_accel_reg.c: the accelerator streams the library made or knows
  * registered, for stream_accel.c's engine (its create/destroy/reg/dereg/
  * sync hooks), and the count of its operations in flight. */
@@ -160,6 +172,15 @@ opends_error_t ods_astream_sync(opends_stream_t stream);
  * then. The entry stays while operations are tracked on it. */
 void *ods_astream_track(void *s, bool *fixed, bool *made);
 void ods_astream_untrack(void *t);
+/* What is held on the entry t (ods_astream_track's result) of a stream the
+ * library made: ods_astream_held takes it all off the entry (NULL if none):
+ * it was queued before this call, so if the stream proves idle after it,
+ * the caller releases it (ods_held_release), else gives it back with
+ * ods_astream_hold. ods_astream_hold: h (a list) is held on t until the
+ * stream's next idle query, sync, destroy, or the close. */
+struct ods_held *ods_astream_held(void *t);
+void ods_astream_hold(void *t, struct ods_held *h);
+void ods_held_release(struct ods_held *h, bool past); /* each of list h */
 /* operations enqueued and not yet ended: +1 / -1 */
 void ods_ainflight_add(int d);
 /* wait until none is in flight, destroy the streams the library made */

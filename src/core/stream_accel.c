@@ -36,6 +36,9 @@ static unsigned big_slots = BIG_SLOTS;
 /* OPENDS_STREAM_IDLE=0 (test-only, A/B): no idle shortcut (no query per
  * operation; reads on streams not fixed start when the stream gets there) */
 static bool idle_ok = true;
+/* OPENDS_STREAM_DIRECT=0 (test-only, A/B): reads reached at the call on an
+ * idle stream run as before (a counter on the stream, the dispatcher) */
+static bool direct_ok = true;
 
 /* Queue what piece i needs before its file I/O starts: its gate and, for
  * a read, the copy of the part past EOF from the device into its slot; for
@@ -103,6 +106,33 @@ static int queue_head(struct aop *op, void *stream, bool *queued)
 static void op_launch(struct aop *op)
 {
 	ods_dispatch_post(&op->task);
+}
+
+/* A direct operation (an idle stream reached it at the call, and its
+ * pieces all have slots of their own): after queue_head, each piece's wait
+ * and its copy. No counter and no dispatcher: the caller starts every
+ * piece once this is queued, the last piece to end publishes the result
+ * and opens the last gate, and the staging stays held on the stream's
+ * entry until the stream is known to be past the copies (its next idle
+ * query, a sync, its destroy, the close). The copies stay on the caller's
+ * stream, behind the waits: nothing the stream waits for depends on device
+ * work queued anywhere else (docs/stream-ordering.md, "The rule"). */
+static int queue_direct(struct aop *op, void *stream, bool *queued)
+{
+	const struct ods_accel_streams *acc = ods_drv.accel->streams;
+	int rc;
+	for (unsigned i = 0; i < op->n; i++) {
+		if ((rc = acc->stream_wait(op->sdev, stream, op->p[i].gate))) {
+			op->p[i].lost = true;
+			return rc;
+		}
+		*queued = true;
+		op->nq = i + 1;
+		if ((rc = acc->stream_copy(op->sdev, stream, ods_aop_dev(op, i), ods_aop_slot(op, i), op->p[i].len,
+					   true)))
+			return rc;
+	}
+	return 0;
 }
 
 /* How far the caller queues ahead of the stream: piece i is queued once
@@ -235,6 +265,38 @@ static opends_error_t accel_enqueue(const char *fn, const struct ods_sargs *a, o
 	bool write = a->opcode == OPENDS_WRITE;
 	if (write)
 		atomic_fetch_add(&ods_awrites, 1); /* ods_aop_free takes it back */
+	/* Reads begin now, unless a stream write may be ahead of them, when
+	 * their values are fixed (the stream's registration says so) or the
+	 * stream has nothing queued: then it reaches the read now, and the
+	 * values and the file are read now. Only on streams the library made
+	 * (non-blocking): a blocking stream with nothing queued still waits
+	 * for earlier work on CUDA's legacy default stream, which its query
+	 * does not see (the coordinator's review of 6583cde). Otherwise the read would start
+	 * only once the device ran its "reached" mark, which on a hardware
+	 * queue shared with other streams' held waits comes late: 4096
+	 * streams on CUDA's 8 queues kept ~8 reads in flight (the cold
+	 * imagenetish stream leg at 0.65x the disk). */
+	const struct ods_accel_streams *sacc = ods_drv.accel->streams;
+	bool fixed, made;
+	void *ast = ods_astream_track(stream, &fixed, &made);
+	size_t valid0 = !plan || write ? size : ods_handle_valid(io.fh, *a->file_offset, size);
+	/* ... and only where the file's size is known: a read started early
+	 * stops at the end seen at the call (piece_start), and a file of
+	 * unknown size (a source, /proc) has none, so it would read nothing */
+	bool can_early = plan && !write && atomic_load(&ods_awrites) == 0 &&
+			 (valid0 == size || ods_handle_size(io.fh) >= 0);
+	bool idle = false;
+	if (can_early && made && idle_ok && sacc->stream_idle && (!fixed || direct_ok)) {
+		/* what earlier direct operations hold was queued before the
+		 * query: an idle stream is past their copies (given back before
+		 * this one takes its staging: a small budget may hold one) */
+		struct ods_held *held = ods_astream_held(ast);
+		idle = sacc->stream_idle(dev, stream);
+		if (idle)
+			ods_held_release(held, true);
+		else
+			ods_astream_hold(ast, held);
+	}
 	bool big = size >= BIG_OP;
 	size_t piece = big ? big_piece : PIECE;
 	size_t n = plan ? (size + piece - 1) / piece : 1;
@@ -248,6 +310,8 @@ static opends_error_t accel_enqueue(const char *fn, const struct ods_sargs *a, o
 		plan = false, n = k = 1; /* past OPENDS_MAX_PINNED: the general way, which stays within it */
 	struct aop *op = plan && !stage ? NULL : calloc(1, sizeof(*op) + n * sizeof(struct piece));
 	if (!op) {
+		if (ast)
+			ods_astream_untrack(ast);
 		if (stage)
 			ods_staging_put(stage, cls);
 		if (write)
@@ -266,28 +330,10 @@ static opends_error_t accel_enqueue(const char *fn, const struct ods_sargs *a, o
 	pthread_mutex_init(&op->lock, NULL);
 	atomic_init(&op->refs, 2);
 	atomic_init(&op->short_at, LLONG_MAX);
-	/* Reads begin now, unless a stream write may be ahead of them, when
-	 * their values are fixed (the stream's registration says so) or the
-	 * stream has nothing queued: then it reaches the read now, and the
-	 * values and the file are read now. Only on streams the library made
-	 * (non-blocking): a blocking stream with nothing queued still waits
-	 * for earlier work on CUDA's legacy default stream, which its query
-	 * does not see (the coordinator's review of 6583cde). Otherwise the read would start
-	 * only once the device ran its "reached" mark, which on a hardware
-	 * queue shared with other streams' held waits comes late: 4096
-	 * streams on CUDA's 8 queues kept ~8 reads in flight (the cold
-	 * imagenetish stream leg at 0.65x the disk). */
-	const struct ods_accel_streams *sacc = ods_drv.accel->streams;
-	bool fixed, made;
-	atomic_init(&op->ast, ods_astream_track(stream, &fixed, &made));
-	size_t valid0 = !plan || write ? size : ods_handle_valid(io.fh, *a->file_offset, size);
-	/* ... and only where the file's size is known: a read started early
-	 * stops at the end seen at the call (piece_start), and a file of
-	 * unknown size (a source, /proc) has none, so it would read nothing */
-	bool early = plan && !write && atomic_load(&ods_awrites) == 0 &&
-		     (fixed || (made && idle_ok && sacc->stream_idle && sacc->stream_idle(dev, stream))) &&
-		     (valid0 == size || ods_handle_size(io.fh) >= 0);
+	atomic_init(&op->ast, ast);
+	bool early = plan && can_early && (fixed || idle);
 	op->base = plan && !early;
+	op->direct = early && idle && direct_ok && n <= k;
 	if (plan) {
 		op->dev = io.buf;
 		op->size0 = size;
@@ -296,8 +342,8 @@ static opends_error_t accel_enqueue(const char *fn, const struct ods_sargs *a, o
 		op->slot = slot;
 		op->stage = stage;
 		op->cls = cls;
-		op->progress = ods_drv.accel->streams->counter_get();
-		if (!op->progress) {
+		op->progress = op->direct ? NULL : ods_drv.accel->streams->counter_get();
+		if (!op->progress && !op->direct) {
 			ods_aop_free(op);
 			return ods_err(ods_fail(OPENDS_NOMEM_ERROR, "%s: out of pinned memory for staging", fn),
 				       ENOMEM);
@@ -316,6 +362,26 @@ static opends_error_t accel_enqueue(const char *fn, const struct ods_sargs *a, o
 	ods_ainflight_add(1);
 	bool queued;
 	rc = queue_head(op, stream, &queued);
+	if (!rc && op->direct) {
+		if ((rc = queue_direct(op, stream, &queued))) {
+			if (queued) {
+				op_cut(op, rc); /* no piece started yet */
+			} else {
+				ods_aop_put(op);
+				ods_aop_put(op);
+			}
+			return ods_err(rc, 0);
+		}
+		/* the stream's end of it, held until the stream is past it */
+		op->held.release = ods_aop_held_release;
+		ods_astream_hold(ast, &op->held);
+		ods_aop_start_all(op);
+		ods_aop_put(op);
+		ods_sst_add(SST_DIRECT, 1);
+		ods_sst_add(SST_ENQ, 1);
+		ods_sst_since(SST_ENQ_NS, t0);
+		return ods_ok();
+	}
 	if (rc && !queued) {
 		ods_aop_put(op); /* nothing reached the stream: both references */
 		ods_aop_put(op);
@@ -359,6 +425,8 @@ static int accel_init(void)
 	big_piece = BIG_PIECE, big_slots = BIG_SLOTS;
 	const char *io = getenv("OPENDS_STREAM_IDLE");
 	idle_ok = !(io && !strcmp(io, "0"));
+	const char *dr = getenv("OPENDS_STREAM_DIRECT");
+	direct_ok = !(dr && !strcmp(dr, "0"));
 	unsigned mib, k;
 	const char *v = getenv("OPENDS_STREAM_BIG");
 	if (v && sscanf(v, "%u,%u", &mib, &k) == 2 && mib >= 1 && mib <= 256 && k >= 1 &&

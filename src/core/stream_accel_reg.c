@@ -29,6 +29,9 @@ struct astream {
 	 * entry is freed only at 0, so that one may touch it to the end */
 	atomic_uint refs;
 	atomic_uint waiters; /* threads in ods_astream_sync waiting for them */
+	/* direct operations' staging the stream may still copy out of
+	 * (ods_astream_hold; the lock) */
+	struct ods_held *held;
 	struct astream *next; /* its bucket's chain */
 };
 static pthread_mutex_t astreams_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -84,7 +87,7 @@ static struct astream *astream_find(void *s, bool add)
  * nobody uses */
 static void astream_trim(struct astream *a)
 {
-	if (a->created || a->registered || atomic_load(&a->refs) || atomic_load(&a->waiters))
+	if (a->created || a->registered || a->held || atomic_load(&a->refs) || atomic_load(&a->waiters))
 		return;
 	for (struct astream **pp = &buckets[bucket_of(a->s, nbuckets)]; *pp; pp = &(*pp)->next)
 		if (*pp == a) {
@@ -117,6 +120,38 @@ void *ods_astream_track(void *s, bool *fixed, bool *made)
 	}
 	pthread_mutex_unlock(&astreams_lock);
 	return a;
+}
+
+struct ods_held *ods_astream_held(void *t)
+{
+	struct astream *a = t;
+	pthread_mutex_lock(&astreams_lock);
+	struct ods_held *h = a->held;
+	a->held = NULL;
+	pthread_mutex_unlock(&astreams_lock);
+	return h;
+}
+
+void ods_astream_hold(void *t, struct ods_held *h)
+{
+	struct astream *a = t;
+	if (!h)
+		return;
+	struct ods_held *last = h;
+	while (last->next)
+		last = last->next;
+	pthread_mutex_lock(&astreams_lock);
+	last->next = a->held;
+	a->held = h;
+	pthread_mutex_unlock(&astreams_lock);
+}
+
+void ods_held_release(struct ods_held *h, bool past)
+{
+	for (struct ods_held *next; h; h = next) {
+		next = h->next;
+		h->release(h, past);
+	}
 }
 
 /* No lock: the count, then a wake if a sync waits (it counts itself a
@@ -157,8 +192,11 @@ opends_error_t ods_astream_destroy(opends_stream_t stream)
 	pthread_mutex_lock(&astreams_lock);
 	struct astream *a = stream ? astream_find(stream, false) : NULL;
 	bool ours = a && a->created;
+	struct ods_held *held = NULL;
 	if (ours) {
 		a->created = a->registered = false;
+		held = a->held;
+		a->held = NULL;
 		astream_trim(a);
 	}
 	pthread_mutex_unlock(&astreams_lock);
@@ -167,6 +205,9 @@ opends_error_t ods_astream_destroy(opends_stream_t stream)
 					"opends_stream_destroy: stream %p was not made by opends_stream_create", stream),
 			       0);
 	int rc = ods_drv.accel->streams->stream_destroy(stream);
+	/* drained (the destroy waits for the stream first): what it held is
+	 * free; if the destroy failed, that is not known */
+	ods_held_release(held, rc == 0);
 	/* the stream has drained: the results of its operations are out, so
 	 * an entry kept by them is let go now, not at close */
 	pthread_mutex_lock(&astreams_lock);
@@ -225,6 +266,10 @@ opends_error_t ods_astream_sync(opends_stream_t stream)
 	 * accelerator's sync below still covers every one), on an entry that
 	 * stays while it has waiters */
 	unsigned before = a ? a->tracked : 0;
+	/* and what direct operations queued before this call hold */
+	struct ods_held *held = a ? a->held : NULL;
+	if (a)
+		a->held = NULL;
 	if (a && (int)(atomic_load(&a->done) - before) < 0) {
 		atomic_fetch_add(&a->waiters, 1);
 		pthread_mutex_unlock(&astreams_lock);
@@ -234,20 +279,56 @@ opends_error_t ods_astream_sync(opends_stream_t stream)
 		pthread_mutex_lock(&astreams_lock);
 		atomic_fetch_sub(&a->waiters, 1);
 	}
-	if (a)
-		astream_trim(a);
+	if (a) {
+		/* waiters is 0 or counts this thread: the entry stays while
+		 * held has things to give back */
+		if (!held)
+			astream_trim(a);
+		else
+			atomic_fetch_add(&a->waiters, 1);
+	}
 	pthread_mutex_unlock(&astreams_lock);
 	ods_sst_since(SST_SYNC_WAIT_NS, t0);
 	uint64_t t1 = ods_sst_now();
 	int rc = ods_drv.accel->streams->stream_sync(stream);
 	ods_sst_since(SST_SYNC_ACC_NS, t1);
+	if (held) {
+		/* the stream is past them once its sync succeeded; else they
+		 * go back to the entry (a later sync or destroy, or the close) */
+		if (rc == 0)
+			ods_held_release(held, true);
+		pthread_mutex_lock(&astreams_lock);
+		if (rc != 0) {
+			struct ods_held *last = held;
+			while (last->next)
+				last = last->next;
+			last->next = a->held;
+			a->held = held;
+		}
+		atomic_fetch_sub(&a->waiters, 1);
+		astream_trim(a);
+		pthread_mutex_unlock(&astreams_lock);
+	}
 	return rc ? ods_err(rc, 0) : ods_ok();
 }
 
 /* every operation has ended; the streams the library made are destroyed */
 void ods_astreams_fini(void)
 {
+	/* what direct operations hold, once each stream is past it: a
+	 * stream's sync waits for nothing but the reads in flight */
 	pthread_mutex_lock(&astreams_lock);
+	for (size_t i = 0; i < nbuckets; i++)
+		for (struct astream *a = buckets[i]; a; a = a->next)
+			while (a->held) {
+				struct ods_held *h = a->held;
+				a->held = NULL;
+				atomic_fetch_add(&a->waiters, 1); /* no trim meanwhile */
+				pthread_mutex_unlock(&astreams_lock);
+				ods_held_release(h, ods_drv.accel->streams->stream_sync(a->s) == 0);
+				pthread_mutex_lock(&astreams_lock);
+				atomic_fetch_sub(&a->waiters, 1);
+			}
 	while (atomic_load(&ainflight))
 		pthread_cond_wait(&astreams_idle, &astreams_lock);
 	for (size_t i = 0; i < nbuckets; i++)

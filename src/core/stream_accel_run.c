@@ -50,13 +50,32 @@ void ods_aop_free(struct aop *op)
 	free(op);
 }
 
-/* Drop a reference; the last one ends the operation. */
+/* Drop a reference; the last one ends the operation (one the stream may
+ * still use, keep: into the quarantine, never freed). */
 void ods_aop_put(struct aop *op)
 {
 	if (atomic_fetch_sub(&op->refs, 1) != 1)
 		return;
-	ods_aop_free(op);
+	if (atomic_load(&op->keep)) {
+		ods_aop_published(op);
+		pthread_mutex_lock(&quarantine_lock);
+		op->wnext = quarantine;
+		quarantine = op;
+		pthread_mutex_unlock(&quarantine_lock);
+	} else {
+		ods_aop_free(op);
+	}
 	ods_ainflight_add(-1);
+}
+
+/* A direct operation's stream is past its copies (past), or that will
+ * never be known: the stream's end of it (ods_astream_hold). */
+void ods_aop_held_release(struct ods_held *h, bool past)
+{
+	struct aop *op = (struct aop *)((char *)h - offsetof(struct aop, held));
+	if (!past)
+		atomic_store(&op->keep, true);
+	ods_aop_put(op);
 }
 
 /* A piece of op ended, or op was cut: hand op back if it is parked. The
@@ -104,7 +123,10 @@ void ods_aop_publish(struct aop *op)
 	acc->gate_open(op->p[n - 1].gate);
 	/* after the gate: a sync it wakes then finds only the last copy left
 	 * on the stream (the stream's entry stays until then, even if the
-	 * stream is destroyed meanwhile) */
+	 * stream is destroyed meanwhile). A direct operation's last piece
+	 * wakes it itself (piece_finish) */
+	if (op->direct)
+		return;
 	ods_aop_published(op);
 	/* without staging, nothing queued after the gate needs op: this is
 	 * the stream's end of it */
@@ -124,11 +146,24 @@ static void piece_finish(struct aop *op, struct piece *pc)
 		acc->gate_open(pc->gate);
 	}
 	bool last = atomic_fetch_add(&op->finished, 1) + 1 == n;
-	if (op->stage)
+	if (op->stage && !op->direct)
 		ods_aop_wake(op); /* a copy can run now; op is the piece's until ods_aop_put */
+	if (last && op->direct) {
+		/* the piece's reference goes before a sync is woken: the sync
+		 * gives the staging back with the stream's end (held), which it
+		 * then frees at once, not this thread a moment after the sync
+		 * returned (a small budget then found it taken) */
+		ods_aop_publish(op);
+		void *t = atomic_exchange(&op->ast, NULL);
+		ods_aop_put(op); /* op may be gone */
+		if (t)
+			ods_astream_untrack(t);
+		return;
+	}
 	if (last)
 		ods_aop_publish(op);
-	ods_dispatch_kick(); /* a copy can run: a counter moves soon */
+	if (!op->direct) /* (a direct one's copies are queued already: nothing to watch) */
+		ods_dispatch_kick(); /* a copy can run: a counter moves soon */
 	ods_aop_put(op);          /* the piece's */
 }
 
@@ -289,6 +324,16 @@ static void op_start(struct aop *op)
 		for (unsigned i = 0; i < k; i++)
 			piece_start(op, &op->p[i]);
 	}
+}
+
+/* A direct operation, queued whole: every piece starts now, on the
+ * caller (its slots are all its own: n <= k). */
+void ods_aop_start_all(struct aop *op)
+{
+	unsigned n = op->n;
+	op->started = n;
+	for (unsigned i = 0; i < n; i++)
+		piece_start(op, &op->p[i]);
 }
 
 /* The host function of an operation without a plan (no staging). */

@@ -77,6 +77,14 @@ struct aop {
 	atomic_llong short_at; /* reads: lowest op offset where data ended */
 	atomic_long err;
 	uint64_t t_enq, t_pub; /* OPENDS_STREAM_STATS: the call, the result out */
+	/* direct (stream_accel.c): reached at the call on an idle stream, every
+	 * piece started by the caller at once; no counter, no dispatcher. The
+	 * stream's end of it is held on its stream's entry (held) until the
+	 * stream is known to be past its copies */
+	bool direct;
+	atomic_bool keep;     /* ended without knowing the stream is past it:
+				 the quarantine, never freed */
+	struct ods_held held;
 	struct piece p[];
 };
 
@@ -107,6 +115,8 @@ void ods_aop_cut_end(struct aop *op);
 int ods_aop_poll(void);                /* the dispatcher's poll (ods_dispatch_start) */
 void ods_aop_watch(struct ods_task *t); /* a staged operation's hand-over */
 void ods_aop_run(struct ods_task *t);   /* an unplanned one's host function */
+void ods_aop_start_all(struct aop *op); /* a direct one: every piece, now */
+void ods_aop_held_release(struct ods_held *h, bool past); /* its ods_held */
 void ods_aop_forget(void);              /* the child of a fork */
 
 #endif
