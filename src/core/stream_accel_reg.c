@@ -9,6 +9,7 @@
  * (to find its stream); its result going out takes no lock and wakes only
  * the syncs of its own stream (a futex on the stream's count).
  */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -336,6 +337,10 @@ void ods_astreams_fini(void)
 			next = a->next;
 			if (a->created)
 				ods_drv.accel->streams->stream_destroy(a->s);
+			/* a direct operation's last piece lets its entry go just
+			 * after the operation ended (piece_finish) */
+			while (atomic_load_explicit(&a->refs, memory_order_acquire))
+				sched_yield();
 			free(a);
 		}
 	free(buckets);
