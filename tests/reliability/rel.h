@@ -204,6 +204,21 @@ static inline const char *r_backend_env(void)
 	return b && *b ? b : "auto";
 }
 
+/* A blocking, read-only source of 1 MiB over ops (which must outlive the
+ * registration's use of it: registration copies it), registered. */
+static inline opends_handle_t r_blocking_source(const opends_source_ops_t *ops)
+{
+	opends_source_desc_t d;
+	memset(&d, 0, sizeof(d));
+	d.struct_size = sizeof(d);
+	d.ops = ops;
+	d.flags = OPENDS_SOURCE_BLOCKING | OPENDS_SOURCE_RDONLY;
+	d.size = 1 << 20;
+	opends_handle_t h = NULL;
+	R_TRY(opends_handle_register_source(&h, &d));
+	return h;
+}
+
 /* ---- running a set of operations through one API family ---------------- */
 
 enum r_family { R_SYNC, R_ASYNC, R_BATCH, R_STREAM, R_NFAMILIES };

@@ -86,14 +86,7 @@ static opends_handle_t source(void)
 	ops.read = src_read;
 	ops.release = src_release;
 	ops.describe = src_describe;
-	opends_source_desc_t d;
-	memset(&d, 0, sizeof(d));
-	d.struct_size = sizeof(d);
-	d.ops = &ops;
-	d.flags = OPENDS_SOURCE_BLOCKING | OPENDS_SOURCE_RDONLY;
-	d.size = 1 << 20;
-	opends_handle_t h = NULL;
-	R_TRY(opends_handle_register_source(&h, &d));
+	opends_handle_t h = r_blocking_source(&ops);
 	return h;
 }
 

@@ -54,13 +54,14 @@ static ssize_t src_read(void *src, void *buf, size_t len, uint64_t off)
 		atomic_store(&self_rc, (int)e.err);
 	}
 	r_fill(buf, len, 3, off);
+	atomic_fetch_sub(&in_read, 1);
 	return (ssize_t)len;
 }
 
 static void src_release(void *src)
 {
 	(void)src;
-	R_CHECK(atomic_load(&in_read) == 0 || !atomic_load(&hold_read), "release ran while a read was inside");
+	R_CHECK(atomic_load(&in_read) == 0, "release ran while a read was inside");
 	atomic_fetch_add(&releases, 1);
 }
 
@@ -71,14 +72,7 @@ static opends_handle_t source(void)
 	ops.name = "held";
 	ops.read = src_read;
 	ops.release = src_release;
-	opends_source_desc_t d;
-	memset(&d, 0, sizeof(d));
-	d.struct_size = sizeof(d);
-	d.ops = &ops;
-	d.flags = OPENDS_SOURCE_BLOCKING | OPENDS_SOURCE_RDONLY;
-	d.size = 1 << 20;
-	opends_handle_t h = NULL;
-	R_TRY(opends_handle_register_source(&h, &d));
+	opends_handle_t h = r_blocking_source(&ops);
 	atomic_store(&src_h, h);
 	return h;
 }
