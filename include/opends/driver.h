@@ -83,7 +83,7 @@ extern "C" {
  * Test and measurement hooks (OPENDS_HOSTDEV_*, OPENDS_STREAM_STATS,
  * OPENDS_STREAM_BIG, OPENDS_TEST_*; docs/multi-gpu.md,
  * docs/stream-ordering.md; the GPU probe's A/B switches OPENDS_WRITE_PIECE,
- * OPENDS_RA_KEEP, OPENDS_CUDA_SYNC_COPY and OPENDS_CUDA_SYNC_COPY_MAX,
+ * OPENDS_RA_KEEP, OPENDS_RA_STATS, OPENDS_CUDA_SYNC_COPY and OPENDS_CUDA_SYNC_COPY_MAX,
  * OPENDS_AB_INLINE_PROBE, OPENDS_AB_BATCH_SPIN_US and OPENDS_AB_AWAIT_SPIN_US,
  * described where they are read: src/core/stage_wr.c, stage_ra.c,
  * src/accel/cuda/cuda.c, src/backends/uring/uring_inline.c,

@@ -47,6 +47,7 @@
  *   other clients (network file systems between their attribute
  *   refreshes). Block devices never read ahead (no times to check).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
@@ -101,7 +102,26 @@ struct ra {
 	off_t ahead;         /* where the newest read started ends */
 	struct slot sl[RA_BUFS];
 	atomic_ulong served; /* calls served from it (opends_describe) */
+	/* OPENDS_RA_STATS=1 (measurement): where a served call's time goes,
+	 * printed at deregistration; under the lock */
+	unsigned long st_waited;        /* calls that found their range not read yet */
+	long long st_wait_ns, st_copy_ns, st_call_ns;
+	long long st_last_end;          /* when the last served call returned */
+	long long st_gap_ns;            /* between a served call's return and the next */
 };
+
+static atomic_int ra_stats = -1; /* OPENDS_RA_STATS read once: 1 on */
+
+static bool stats_on(void)
+{
+	int v = atomic_load_explicit(&ra_stats, memory_order_relaxed);
+	if (v < 0) {
+		const char *e = getenv("OPENDS_RA_STATS");
+		v = e && !strcmp(e, "1");
+		atomic_store_explicit(&ra_stats, v, memory_order_relaxed);
+	}
+	return v == 1;
+}
 
 /* a per-thread address: who made a call */
 static _Thread_local char ra_me;
@@ -468,6 +488,12 @@ static ssize_t usable(struct ods_handle *h, struct ra *r, const struct ods_io *i
 		drain(r); /* not the pattern it was read for */
 		return -1;
 	}
+	if (stats_on() && atomic_load_explicit(&x->done, memory_order_acquire) != S_DONE) {
+		long long t0 = mono_ns();
+		slot_wait(x);
+		r->st_waited++;
+		r->st_wait_ns += mono_ns() - t0;
+	}
 	slot_wait(x);
 	ssize_t got = x->io.result;
 	struct stat st;
@@ -517,9 +543,19 @@ ssize_t ods_ra_take(struct ods_io *io)
 	if (!r || pthread_mutex_trylock(&r->lock) != 0)
 		return ODS_NOT_INLINE; /* another thread is reading this handle: no pattern to follow */
 	struct slot *x = NULL;
+	long long t0 = stats_on() ? mono_ns() : 0;
 	ssize_t n = usable(h, r, io, &x);
 	if (n >= 0) {
+		long long t1 = t0 ? mono_ns() : 0;
 		int rc = copy_and_start(h, r, io, x, (size_t)n);
+		if (t0) {
+			long long t2 = mono_ns();
+			r->st_copy_ns += t2 - t1;
+			r->st_call_ns += t2 - t0;
+			if (r->st_last_end)
+				r->st_gap_ns += t0 - r->st_last_end;
+			r->st_last_end = t2;
+		}
 		r->next = io->off + (off_t)n;
 		r->last = io->size;
 		r->streak++;
@@ -567,6 +603,15 @@ void ods_ra_handle_close(struct ods_handle *h)
 	struct ra *r = atomic_load_explicit(&h->ra, memory_order_acquire);
 	if (!r)
 		return;
+	unsigned long sv = atomic_load(&r->served);
+	if (stats_on() && sv) {
+		double k = 1e-3 / (double)sv;
+		fprintf(stderr,
+			"opends read-ahead stats: %lu calls served, %lu waited for their range (%.1f us each on average over "
+			"all served), in the call %.1f us (copy and next reads queued %.1f us), between calls %.1f us\n",
+			sv, r->st_waited, (double)r->st_wait_ns * k, (double)r->st_call_ns * k, (double)r->st_copy_ns * k,
+			sv > 1 ? (double)r->st_gap_ns * 1e-3 / (double)(sv - 1) : 0.0);
+	}
 	drain(r);
 	bufs_release(r, true);
 	pthread_mutex_destroy(&r->lock);
