@@ -132,8 +132,10 @@ static void json_leaf(const char *path, const struct cfd_json_val *v, void *arg)
 	struct json_cfg *c = arg;
 	for (size_t i = 0; i < sizeof(json_size) / sizeof(*json_size); i++) {
 		int k = json_size[i].param;
-		if (strcmp(path, json_size[i].key) || v->kind != CFD_JSON_NUMBER || v->num < (double)size_min[k] ||
-		    v->num > (double)size_max[k] || v->num != (double)(size_t)v->num)
+		/* in range (NaN is not) before the conversion, below 2^64, whole */
+		if (strcmp(path, json_size[i].key) || v->kind != CFD_JSON_NUMBER ||
+		    !(v->num >= (double)size_min[k] && v->num <= (double)size_max[k] && v->num < 18446744073709551616.0) ||
+		    v->num != (double)(size_t)v->num)
 			continue;
 		c->size[k] = (size_t)v->num;
 		c->has_size[k] = true;
@@ -182,7 +184,8 @@ static void json_apply_locked(void)
 		int n = c->n_slab_size;
 		bool ok = n > 0 && n == c->n_slab_count;
 		for (int i = 0; ok && i < n; i++)
-			ok = c->slab_size[i] >= 1 && c->slab_count[i] >= 1;
+			ok = c->slab_size[i] >= 1 && c->slab_count[i] >= 1 && c->slab_size[i] < 4294967296.0 &&
+			     c->slab_count[i] < 4294967296.0;
 		if (ok) {
 			posix_slabs.len = n;
 			for (int i = 0; i < n; i++) {

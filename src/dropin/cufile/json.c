@@ -84,6 +84,9 @@ static bool string(struct jp *p, char *out, size_t outlen)
 static bool number(struct jp *p, double *v)
 {
 	skip(p);
+	/* JSON's numbers only (strtod also takes nan, inf, hex) */
+	if (p->s >= p->end || !(*p->s == '-' || isdigit((unsigned char)*p->s)))
+		return false;
 	char *e;
 	*v = strtod(p->s, &e);
 	if (e == p->s || e > p->end)
@@ -148,7 +151,7 @@ static bool array(struct jp *p, const char *path)
 		if (!eat(p, ']'))
 			return false;
 	}
-	if (numbers && v.n <= CFD_JSON_ARRAY_MAX)
+	if (numbers && v.n <= CFD_JSON_ARRAY_MAX && *path)
 		p->fn(path, &v, p->arg);
 	return true;
 }
@@ -173,18 +176,19 @@ static bool value(struct jp *p, char *path, size_t plen)
 		ok = string(p, str, sizeof str);
 		v.kind = CFD_JSON_STRING;
 		v.str = str;
-		if (ok)
+		if (ok && *path)
 			p->fn(path, &v, p->arg);
 	} else if (word(p, "true") || word(p, "false")) {
 		v.kind = CFD_JSON_BOOL;
 		v.b = p->s[-1] == 'e' && p->s[-2] == 'u';
-		p->fn(path, &v, p->arg);
+		if (*path)
+			p->fn(path, &v, p->arg);
 	} else if (word(p, "null")) {
 		/* nothing */
 	} else {
 		v.kind = CFD_JSON_NUMBER;
 		ok = number(p, &v.num);
-		if (ok)
+		if (ok && *path)
 			p->fn(path, &v, p->arg);
 	}
 	p->depth--;
