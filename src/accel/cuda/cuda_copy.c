@@ -131,7 +131,7 @@ int ods_cu_copy_to_host_begin(unsigned dev, void *dst, const void *src, size_t n
  * synchronisation, where the plain loop's cuMemcpyHtoD costs one call
  * (small's probe: ~1.5-2 us a copy, the whole files1t gap). A/B switch,
  * read at open, OPENDS_CUDA_SYNC_COPY:
- *   stream  (default) the sync stream as above;
+ *   stream  (default, SC_DEFAULT) the sync stream as above;
  *   ptds    cuMemcpyHtoD on the calling thread's per-thread default stream
  *           (cuMemcpyHtoD_v2_ptds): synchronous, ordered with no stream of
  *           ours nor the caller's non-blocking streams; like every
@@ -146,6 +146,7 @@ int ods_cu_copy_to_host_begin(unsigned dev, void *dst, const void *src, size_t n
  * run. A caller's thread only waits for its own earlier default-stream
  * work, as its own cuMemcpyHtoD would. */
 enum { SC_STREAM, SC_PTDS, SC_LEGACY };
+#define SC_DEFAULT "stream" /* unset or not one of the three */
 static int sc_way;
 static size_t sc_max = (size_t)1 << 20;
 static __typeof__(cuMemcpyHtoD) *htod_ptds;
@@ -154,12 +155,10 @@ __thread bool ods_cu_tl_worker;
 void ods_cu_sync_copy_setup(void)
 {
 	const char *v = getenv("OPENDS_CUDA_SYNC_COPY");
-	sc_way = SC_STREAM;
-	if (v && !strcmp(v, "legacy"))
-		sc_way = SC_LEGACY;
-	else if (v && !strcmp(v, "ptds") &&
-		 (htod_ptds = (__typeof__(htod_ptds))dlsym(ods_cu_min_library(), "cuMemcpyHtoD_v2_ptds")))
-		sc_way = SC_PTDS;
+	if (!v || (strcmp(v, "stream") && strcmp(v, "ptds") && strcmp(v, "legacy")))
+		v = SC_DEFAULT;
+	htod_ptds = (__typeof__(htod_ptds))dlsym(ods_cu_min_library(), "cuMemcpyHtoD_v2_ptds");
+	sc_way = !strcmp(v, "legacy") ? SC_LEGACY : !strcmp(v, "ptds") && htod_ptds ? SC_PTDS : SC_STREAM;
 	const char *m = getenv("OPENDS_CUDA_SYNC_COPY_MAX");
 	char *end;
 	unsigned long long k = m ? strtoull(m, &end, 0) : 0;
