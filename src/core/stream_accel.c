@@ -350,6 +350,8 @@ static opends_error_t accel_enqueue(const char *fn, const struct ods_sargs *a, o
 		}
 		op->io = io; /* the plan's: op_begin compares the values with it */
 		op->begun = early;
+		if (early && !op->direct) /* its pieces start later, on the dispatcher */
+			ods_aop_count(op, io.fh);
 	}
 	for (unsigned i = 0; i < op->n; i++) {
 		struct piece *pc = &op->p[i];

@@ -37,8 +37,22 @@ void ods_aop_published(struct aop *op)
 		ods_astream_untrack(t);
 }
 
+void ods_aop_count(struct aop *op, struct ods_handle *h)
+{
+	atomic_fetch_add_explicit(&h->inflight, 1, memory_order_relaxed);
+	atomic_store(&op->counted, h);
+}
+
+void ods_aop_uncount(struct aop *op)
+{
+	struct ods_handle *h = atomic_exchange(&op->counted, NULL);
+	if (h)
+		atomic_fetch_sub_explicit(&h->inflight, 1, memory_order_release);
+}
+
 void ods_aop_free(struct aop *op)
 {
+	ods_aop_uncount(op);
 	ods_aop_published(op); /* ended without a result (nothing reached the stream) */
 	if (op->stage)
 		ods_staging_put(op->stage, op->cls);
@@ -146,6 +160,8 @@ static void piece_finish(struct aop *op, struct piece *pc)
 		acc->gate_open(pc->gate);
 	}
 	bool last = atomic_fetch_add(&op->finished, 1) + 1 == n;
+	if (last) /* before the result is out: a deregister after the sync finds the handle idle */
+		ods_aop_uncount(op);
 	if (op->stage && !op->direct)
 		ods_aop_wake(op); /* a copy can run now; op is the piece's until ods_aop_put */
 	if (last && op->direct) {
@@ -205,8 +221,10 @@ static void op_begin(struct aop *op)
 		/* the values of the plan, on the same handle: checked at the
 		 * call (op->io), so the accelerator is not asked again what
 		 * the buffer is (a driver call per small operation on the one
-		 * dispatcher thread) */
+		 * dispatcher thread). Held by the look-up (op_start's scope),
+		 * then counted for the pieces the dispatcher starts later */
 		size = op->size0, foff = op->io.off, boff = op->boff0, r = 0;
+		ods_aop_count(op, op->io.fh);
 	} else {
 		r = ods_sargs_read(&op->a, &op->io, &size, &foff, &boff);
 	}
@@ -316,6 +334,10 @@ static void piece_start(struct aop *op, struct piece *pc)
  * the others as the stream's counter says their slots are free. */
 static void op_start(struct aop *op)
 {
+	/* the handle looked up is held until its requests are counted (rel's
+	 * reuse_stream: a deregister and a new registration in between reused
+	 * the struct, and the read reached the new file) */
+	ODS_HOLD_SCOPE();
 	if (!op->begun) {
 		op_begin(op);
 		op->begun = true;
@@ -397,6 +419,7 @@ static bool cut_step(struct aop *op)
 void ods_aop_cut_end(struct aop *op)
 {
 	const struct ods_accel_streams *acc = ods_drv.accel->streams;
+	ods_aop_uncount(op); /* no piece in flight */
 	for (unsigned i = op->nq; i < op->n; i++)
 		if (op->p[i].gate && !op->p[i].lost)
 			acc->gate_put(op->p[i].gate), op->p[i].gate = NULL;

@@ -82,6 +82,13 @@ struct aop {
 	 * stream's end of it is held on its stream's entry (held) until the
 	 * stream is known to be past its copies */
 	bool direct;
+	/* the handle whose in-flight count the operation holds from the moment
+	 * its file I/O may start (its values read) until its last piece ends,
+	 * so that its deregistration waits for the pieces not yet started and
+	 * its struct is not reused under them (pieces started later by the
+	 * dispatcher); NULL: none (a direct one's pieces all start inside the
+	 * call, each counted) */
+	struct ods_handle *_Atomic counted;
 	atomic_bool keep;     /* ended without knowing the stream is past it:
 				 the quarantine, never freed */
 	struct ods_held held;
@@ -117,6 +124,8 @@ void ods_aop_watch(struct ods_task *t); /* a staged operation's hand-over */
 void ods_aop_run(struct ods_task *t);   /* an unplanned one's host function */
 void ods_aop_start_all(struct aop *op); /* a direct one: every piece, now */
 void ods_aop_held_release(struct ods_held *h, bool past); /* its ods_held */
+void ods_aop_count(struct aop *op, struct ods_handle *h); /* counted = h, held */
+void ods_aop_uncount(struct aop *op); /* let counted go (once) */
 void ods_aop_forget(void);              /* the child of a fork */
 
 #endif
