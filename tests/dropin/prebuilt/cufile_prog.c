@@ -21,19 +21,9 @@
  * do that run on several releases, so the program builds and loads with
  * cuFile 1.15 and later.
  */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE
-#endif
-#include <dlfcn.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-
-#include <cufile.h>
+/* FAIL, CU_OK, device memory and the answer lines: prog.h, shared with
+ * the shaped programs of this folder */
+#include "prog.h"
 
 #ifdef PROG_CUDA
 /* the CUDA driver API, linked (-lcuda) */
@@ -48,68 +38,17 @@ static const char *cu_init(int dev_index)
 		return "no such GPU";
 	return NULL;
 }
-#define CU_OK(call)                                                      \
-	do {                                                             \
-		CUresult r_ = (call);                                    \
-		if (r_ != CUDA_SUCCESS)                                  \
-			FAIL("%s: CUresult %d", #call, (int)r_);         \
-	} while (0)
 #endif
 
 #define FSIZE (1u << 20)
 
-static bool device;
 static int gpu;
 static uint8_t *oracle;
 
-#define FAIL(...)                                                  \
-	do {                                                       \
-		fprintf(stderr, "FAIL line %d: ", __LINE__);       \
-		fprintf(stderr, __VA_ARGS__);                      \
-		fprintf(stderr, "\n");                             \
-		exit(1);                                           \
-	} while (0)
-
-static uint8_t pat(size_t i)
+/* the file: cufile_prog's own pattern (its expected answers count on it) */
+static uint8_t opat(size_t i)
 {
 	return (uint8_t)(i * 2654435761u >> 13);
-}
-
-static void *m_alloc(size_t n)
-{
-	void *p = NULL;
-#ifdef PROG_CUDA
-	if (device) {
-		CUdeviceptr d = 0;
-		CU_OK(cuMemAlloc(&d, n));
-		return (void *)(uintptr_t)d;
-	}
-#endif
-	if (posix_memalign(&p, 4096, n))
-		FAIL("out of memory");
-	return p;
-}
-
-static void m_get(void *dst, const void *src, size_t n)
-{
-#ifdef PROG_CUDA
-	if (device) {
-		CU_OK(cuMemcpyDtoH(dst, (CUdeviceptr)(uintptr_t)src, n));
-		return;
-	}
-#endif
-	memcpy(dst, src, n);
-}
-
-static void m_put(void *dst, const void *src, size_t n)
-{
-#ifdef PROG_CUDA
-	if (device) {
-		CU_OK(cuMemcpyHtoD((CUdeviceptr)(uintptr_t)dst, src, n));
-		return;
-	}
-#endif
-	memcpy(dst, src, n);
 }
 
 static void check_bytes(const void *buf, size_t boff, size_t off, size_t n, const char *what)
@@ -354,7 +293,7 @@ int main(int argc, char **argv)
 	if (!oracle)
 		FAIL("out of memory");
 	for (size_t i = 0; i < FSIZE; i++)
-		oracle[i] = pat(i);
+		oracle[i] = opat(i);
 	int fd = open(path, O_CREAT | O_TRUNC | O_RDWR, 0644);
 	if (fd < 0 || pwrite(fd, oracle, FSIZE, 0) != (ssize_t)FSIZE || fsync(fd))
 		FAIL("writing %s: %s", path, strerror(errno));
