@@ -18,6 +18,9 @@
  *  - destroy / close: a read's staging held on a stream that is destroyed,
  *    or still there at close, comes back (the next read runs direct; the
  *    close returns; ASan sees no leak);
+ *  - reclaim: one read on each of 20 streams, none synchronized or reused:
+ *    a read that finds the pool out of budget first takes back the staging
+ *    held on streams idle by then, so each runs direct;
  *  - off: OPENDS_STREAM_DIRECT=0: none runs direct, the same reads exact.
  */
 #include "common.h"
@@ -249,6 +252,47 @@ static void case_destroy_close(void)
 	free(mem);
 }
 
+/* one read on each of 20 streams, none synchronized or reused until the
+ * end: a read that finds the pool out of budget first gives back the
+ * staging held on streams idle by then */
+static void case_reclaim(void)
+{
+	setenv("OPENDS_MAX_PINNED", "32m", 1);
+	setenv("OPENDS_IO_THREADS", "2", 1);
+	setenv("OPENDS_QUEUE_DEPTH", "1", 1);
+	setenv("OPENDS_CHUNK_SIZE", "1m", 1);
+	open_stats();
+	int fd = t_open(path, O_RDONLY, false);
+	opends_handle_t fh = t_register(fd);
+	enum { NS = 20 };
+	opends_stream_t s[NS];
+	uint8_t *mem = t_xmalloc(RSIZE);
+	unsigned direct = 0;
+	for (unsigned i = 0; i < NS; i++) {
+		OK(opends_stream_create(&s[i]));
+		size_t size = RSIZE;
+		off_t foff = (off_t)(i * 3 * T_MiB), boff = 0;
+		ssize_t got = SENT;
+		unsigned long long d0 = direct_ops();
+		OK(opends_stream_read(fh, mem, &size, &foff, &boff, &got, s[i]));
+		direct += direct_ops() == d0 + 1;
+		double t0 = t_now();
+		while (!ods_drv.accel->streams->stream_idle(0, s[i]) && t_now() - t0 < 30)
+			usleep(50);
+		usleep(1000); /* the worker's last touch of the read */
+		CHECKF(got == (ssize_t)RSIZE, "read %u: got %zd", i, got);
+		VERIFY(mem, oracle + foff, RSIZE, "read %u", i);
+	}
+	printf("reclaim: %u of %d reads on streams never synchronized ran direct\n", direct, NS);
+	CHECKF(direct == NS, "%u of %d reads ran direct: staging held on idle streams was not given back", direct, NS);
+	for (unsigned i = 0; i < NS; i++)
+		OK(opends_stream_destroy(s[i]));
+	OK(opends_handle_deregister(fh));
+	OK(opends_driver_close());
+	close(fd);
+	free(mem);
+}
+
 static void case_off(void)
 {
 	setenv("OPENDS_STREAM_DIRECT", "0", 1);
@@ -287,6 +331,7 @@ int main(int argc, char **argv)
 	ok &= t_case_in_child("release_sync", case_release_sync);
 	ok &= t_case_in_child("release_idle", case_release_idle);
 	ok &= t_case_in_child("destroy_close", case_destroy_close);
+	ok &= t_case_in_child("reclaim", case_reclaim);
 	ok &= t_case_in_child("off", case_off);
 	free(oracle);
 	t_rm_dir();

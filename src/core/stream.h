@@ -176,10 +176,13 @@ void ods_astream_untrack(void *t);
  * library made: ods_astream_held takes it all off the entry (NULL if none):
  * it was queued before this call, so if the stream proves idle after it,
  * the caller releases it (ods_held_release), else gives it back with
- * ods_astream_hold. ods_astream_hold: h (a list) is held on t until the
+ * ods_astream_hold. ods_astream_hold: h (a list) is held on t (whose
+ * commands run on device dev) until the
  * stream's next idle query, sync, destroy, or the close. */
 struct ods_held *ods_astream_held(void *t);
-void ods_astream_hold(void *t, struct ods_held *h);
+void ods_astream_hold(void *t, struct ods_held *h, unsigned dev);
+/* the stream pool is out of budget: give back what idle streams hold */
+void ods_astreams_reclaim(void);
 void ods_held_release(struct ods_held *h, bool past); /* each of list h */
 /* operations enqueued and not yet ended: +1 / -1 */
 void ods_ainflight_add(int d);

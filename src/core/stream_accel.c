@@ -295,7 +295,7 @@ static opends_error_t accel_enqueue(const char *fn, const struct ods_sargs *a, o
 		if (idle)
 			ods_held_release(held, true);
 		else
-			ods_astream_hold(ast, held);
+			ods_astream_hold(ast, held, dev);
 	}
 	bool big = size >= BIG_OP;
 	size_t piece = big ? big_piece : PIECE;
@@ -306,7 +306,12 @@ static opends_error_t accel_enqueue(const char *fn, const struct ods_sargs *a, o
 	size_t slot = ((size < piece ? size : piece) + ODS_ALIGN - 1) & ~(size_t)(ODS_ALIGN - 1);
 	char *stage = NULL;
 	bool over = false;
-	if (plan && !(stage = ods_staging_get(slot * k, &cls, &over)) && over)
+	if (plan && !(stage = ods_staging_get(slot * k, &cls, &over)) && over) {
+		/* staging held by direct reads on streams idle by now first */
+		ods_astreams_reclaim();
+		stage = ods_staging_get(slot * k, &cls, &over);
+	}
+	if (plan && !stage && over)
 		plan = false, n = k = 1; /* past OPENDS_MAX_PINNED: the general way, which stays within it */
 	struct aop *op = plan && !stage ? NULL : calloc(1, sizeof(*op) + n * sizeof(struct piece));
 	if (!op) {
@@ -376,7 +381,7 @@ static opends_error_t accel_enqueue(const char *fn, const struct ods_sargs *a, o
 		}
 		/* the stream's end of it, held until the stream is past it */
 		op->held.release = ods_aop_held_release;
-		ods_astream_hold(ast, &op->held);
+		ods_astream_hold(ast, &op->held, dev);
 		ods_aop_start_all(op);
 		ods_aop_put(op);
 		ods_sst_add(SST_DIRECT, 1);

@@ -33,6 +33,7 @@ struct astream {
 	/* direct operations' staging the stream may still copy out of
 	 * (ods_astream_hold; the lock) */
 	struct ods_held *held;
+	unsigned dev;          /* the device its commands run on (ods_astream_hold) */
 	struct astream *next; /* its bucket's chain */
 };
 static pthread_mutex_t astreams_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -133,18 +134,53 @@ struct ods_held *ods_astream_held(void *t)
 	return h;
 }
 
-void ods_astream_hold(void *t, struct ods_held *h)
+/* caller holds astreams_lock */
+static void held_add(struct astream *a, struct ods_held *h)
 {
-	struct astream *a = t;
 	if (!h)
 		return;
 	struct ods_held *last = h;
 	while (last->next)
 		last = last->next;
-	pthread_mutex_lock(&astreams_lock);
 	last->next = a->held;
 	a->held = h;
+}
+
+void ods_astream_hold(void *t, struct ods_held *h, unsigned dev)
+{
+	struct astream *a = t;
+	if (!h)
+		return;
+	pthread_mutex_lock(&astreams_lock);
+	a->dev = dev;
+	held_add(a, h);
 	pthread_mutex_unlock(&astreams_lock);
+}
+
+/* The stream pool is out of budget: ask each stream the library made that
+ * holds direct operations' staging whether it is idle now, and give back
+ * what the idle ones hold. A program that neither synchronizes nor reuses
+ * its streams (it polls the results) would otherwise keep every buffer
+ * until it destroys them. Rare: the driver calls are made only then, under
+ * the lock, so that no stream is destroyed while it is asked. */
+void ods_astreams_reclaim(void)
+{
+	const struct ods_accel_streams *acc = ods_drv.accel->streams;
+	struct ods_held *out = NULL;
+	pthread_mutex_lock(&astreams_lock);
+	for (size_t i = 0; acc->stream_idle && i < nbuckets; i++)
+		for (struct astream *a = buckets[i]; a; a = a->next)
+			if (a->held && a->created && acc->stream_idle(a->dev, a->s)) {
+				struct ods_held *h = a->held;
+				a->held = NULL;
+				struct ods_held *last = h;
+				while (last->next)
+					last = last->next;
+				last->next = out;
+				out = h;
+			}
+	pthread_mutex_unlock(&astreams_lock);
+	ods_held_release(out, true); /* (outside the lock: an operation's end may take it) */
 }
 
 void ods_held_release(struct ods_held *h, bool past)
@@ -299,13 +335,8 @@ opends_error_t ods_astream_sync(opends_stream_t stream)
 		if (rc == 0)
 			ods_held_release(held, true);
 		pthread_mutex_lock(&astreams_lock);
-		if (rc != 0) {
-			struct ods_held *last = held;
-			while (last->next)
-				last = last->next;
-			last->next = a->held;
-			a->held = held;
-		}
+		if (rc != 0)
+			held_add(a, held);
 		atomic_fetch_sub(&a->waiters, 1);
 		astream_trim(a);
 		pthread_mutex_unlock(&astreams_lock);
