@@ -21,7 +21,7 @@
  *  - reclaim: one read on each of 20 streams, none synchronized or reused:
  *    a read that finds the pool out of budget first takes back the staging
  *    held on streams idle by then, so each runs direct;
- *  - off: OPENDS_STREAM_DIRECT=0: none runs direct, the same reads exact.
+ *  - off: OPENDS_STREAM_DIRECT=0: none of exact's reads runs direct, each exact.
  */
 #include "common.h"
 
@@ -52,12 +52,50 @@ static unsigned long long direct_ops(void)
 	return atomic_load(&ods_sstats[SST_DIRECT]);
 }
 
+/* a staging budget of 32 MiB, 2 MiB of it the engine's (see RSIZE) */
+static void small_budget(void)
+{
+	setenv("OPENDS_MAX_PINNED", "32m", 1);
+	setenv("OPENDS_IO_THREADS", "2", 1);
+	setenv("OPENDS_QUEUE_DEPTH", "1", 1);
+	setenv("OPENDS_CHUNK_SIZE", "1m", 1);
+}
+
+/* until the layer says s is idle (no sync), and the worker's last touch
+ * of the read (its reference) is over */
+static void wait_idle(opends_stream_t s)
+{
+	double t0 = t_now();
+	while (!ods_drv.accel->streams->stream_idle(0, s) && t_now() - t0 < 30)
+		usleep(50);
+	usleep(1000);
+}
+
+static void teardown(opends_stream_t s, opends_handle_t fh, int fd, void *mem)
+{
+	OK(opends_stream_destroy(s));
+	OK(opends_handle_deregister(fh));
+	OK(opends_driver_close());
+	close(fd);
+	free(mem);
+}
+
 static void open_stats(void)
 {
 	need_file();
 	setenv("OPENDS_STREAM_STATS", "1", 1);
 	t_driver_open();
 }
+
+/* the driver open, the file registered, a stream made */
+static void open_one(int *fd, opends_handle_t *fh, opends_stream_t *s)
+{
+	open_stats();
+	*fd = t_open(path, O_RDONLY, false);
+	*fh = t_register(*fd);
+	OK(opends_stream_create(s));
+}
+
 
 /* one read on s, synchronized, checked byte-exact with what lies past it
  * untouched; returns whether it ran direct */
@@ -87,13 +125,15 @@ static bool read_one(opends_handle_t fh, opends_stream_t s, uint8_t *mem, size_t
 	return direct;
 }
 
-static void case_exact(void)
+/* on: each read runs direct; off (OPENDS_STREAM_DIRECT=0): none does */
+static void exact_run(bool on)
 {
-	open_stats();
-	int fd = t_open(path, O_RDONLY, false);
-	opends_handle_t fh = t_register(fd);
+	if (!on)
+		setenv("OPENDS_STREAM_DIRECT", "0", 1);
+	int fd;
+	opends_handle_t fh;
 	opends_stream_t s;
-	OK(opends_stream_create(&s));
+	open_one(&fd, &fh, &s);
 	size_t cap = 10 * T_MiB;
 	uint8_t *mem = t_xmalloc(cap);
 	static const struct {
@@ -108,24 +148,31 @@ static void case_exact(void)
 		{ 4096, (off_t)FSIZE + 10, 0 },        /* wholly past EOF */
 	};
 	for (unsigned i = 0; i < sizeof(r) / sizeof(r[0]); i++)
-		CHECKF(read_one(fh, s, mem, cap, r[i].size, r[i].foff, r[i].boff, true), "read %u did not run direct",
-		       i);
+		CHECKF(read_one(fh, s, mem, cap, r[i].size, r[i].foff, r[i].boff, true) == on, "read %u: direct is not %d",
+		       i, on);
 	/* the result is out before the sync: a read waited for by its result */
-	CHECK(read_one(fh, s, mem, cap, 300 * T_KiB, 5 * T_MiB, 0, false));
-	OK(opends_stream_destroy(s));
-	OK(opends_handle_deregister(fh));
-	OK(opends_driver_close());
-	close(fd);
-	free(mem);
+	CHECK(read_one(fh, s, mem, cap, 300 * T_KiB, 5 * T_MiB, 0, false) == on);
+	if (!on)
+		CHECKF(direct_ops() == 0, "%llu reads ran direct with OPENDS_STREAM_DIRECT=0", direct_ops());
+	teardown(s, fh, fd, mem);
+}
+
+static void case_exact(void)
+{
+	exact_run(true);
+}
+
+static void case_off(void)
+{
+	exact_run(false);
 }
 
 static void case_busy(void)
 {
-	open_stats();
-	int fd = t_open(path, O_RDONLY, false);
-	opends_handle_t fh = t_register(fd);
+	int fd;
+	opends_handle_t fh;
 	opends_stream_t s;
-	OK(opends_stream_create(&s));
+	open_one(&fd, &fh, &s);
 	size_t big = 64 * T_MiB, small = 100 * T_KiB;
 	uint8_t *mem = t_xmalloc(big + small);
 	memset(mem, T_CANARY, big + small);
@@ -143,26 +190,18 @@ static void case_busy(void)
 	VERIFY(mem + big, oracle + f2, small, "the read behind it");
 	/* idle again */
 	CHECK(read_one(fh, s, mem, big, small, 777, 1, true));
-	OK(opends_stream_destroy(s));
-	OK(opends_handle_deregister(fh));
-	OK(opends_driver_close());
-	close(fd);
-	free(mem);
+	teardown(s, fh, fd, mem);
 }
 
 /* 100 reads of 9 MiB on one stream with a 32 MiB staging budget: each
  * one's staging must be back before the next */
 static void release_run(bool sync)
 {
-	setenv("OPENDS_MAX_PINNED", "32m", 1);
-	setenv("OPENDS_IO_THREADS", "2", 1); /* the engine's staging: 2 MiB of it */
-	setenv("OPENDS_QUEUE_DEPTH", "1", 1);
-	setenv("OPENDS_CHUNK_SIZE", "1m", 1);
-	open_stats();
-	int fd = t_open(path, O_RDONLY, false);
-	opends_handle_t fh = t_register(fd);
+	small_budget();
+	int fd;
+	opends_handle_t fh;
 	opends_stream_t s;
-	OK(opends_stream_create(&s));
+	open_one(&fd, &fh, &s);
 	size_t cap = RSIZE + 4096;
 	uint8_t *mem = t_xmalloc(cap);
 	unsigned direct = 0;
@@ -182,21 +221,14 @@ static void release_run(bool sync)
 		} else {
 			/* no sync: wait for the stream to be idle, as the layer
 			 * sees it (the next read's query then finds it so) */
-			double t0 = t_now();
-			while (!ods_drv.accel->streams->stream_idle(0, s) && t_now() - t0 < 30)
-				usleep(50);
-			usleep(1000); /* the worker's last touch of the read (its reference) */
+			wait_idle(s);
 		}
 		CHECKF(got == (ssize_t)size, "read %u: got %zd", i, got);
 		VERIFY(mem + boff, oracle + foff, size, "read %u", i);
 	}
 	printf("%s: %u of 100 reads ran direct\n", sync ? "synchronized" : "idle", direct);
 	CHECKF(direct == 100, "%u of 100 reads ran direct: an earlier read's staging was not given back", direct);
-	OK(opends_stream_destroy(s));
-	OK(opends_handle_deregister(fh));
-	OK(opends_driver_close());
-	close(fd);
-	free(mem);
+	teardown(s, fh, fd, mem);
 }
 
 static void case_release_sync(void)
@@ -213,10 +245,7 @@ static void case_release_idle(void)
  * without a sync: the staging it held comes back */
 static void case_destroy_close(void)
 {
-	setenv("OPENDS_MAX_PINNED", "32m", 1);
-	setenv("OPENDS_IO_THREADS", "2", 1); /* the engine's staging: 2 MiB of it */
-	setenv("OPENDS_QUEUE_DEPTH", "1", 1);
-	setenv("OPENDS_CHUNK_SIZE", "1m", 1);
+	small_budget();
 	size_t cap = RSIZE;
 	uint8_t *mem = t_xmalloc(cap);
 	off_t last = 0;
@@ -257,10 +286,7 @@ static void case_destroy_close(void)
  * staging held on streams idle by then */
 static void case_reclaim(void)
 {
-	setenv("OPENDS_MAX_PINNED", "32m", 1);
-	setenv("OPENDS_IO_THREADS", "2", 1);
-	setenv("OPENDS_QUEUE_DEPTH", "1", 1);
-	setenv("OPENDS_CHUNK_SIZE", "1m", 1);
+	small_budget();
 	open_stats();
 	int fd = t_open(path, O_RDONLY, false);
 	opends_handle_t fh = t_register(fd);
@@ -276,10 +302,7 @@ static void case_reclaim(void)
 		unsigned long long d0 = direct_ops();
 		OK(opends_stream_read(fh, mem, &size, &foff, &boff, &got, s[i]));
 		direct += direct_ops() == d0 + 1;
-		double t0 = t_now();
-		while (!ods_drv.accel->streams->stream_idle(0, s[i]) && t_now() - t0 < 30)
-			usleep(50);
-		usleep(1000); /* the worker's last touch of the read */
+		wait_idle(s[i]);
 		CHECKF(got == (ssize_t)RSIZE, "read %u: got %zd", i, got);
 		VERIFY(mem, oracle + foff, RSIZE, "read %u", i);
 	}
@@ -287,27 +310,6 @@ static void case_reclaim(void)
 	CHECKF(direct == NS, "%u of %d reads ran direct: staging held on idle streams was not given back", direct, NS);
 	for (unsigned i = 0; i < NS; i++)
 		OK(opends_stream_destroy(s[i]));
-	OK(opends_handle_deregister(fh));
-	OK(opends_driver_close());
-	close(fd);
-	free(mem);
-}
-
-static void case_off(void)
-{
-	setenv("OPENDS_STREAM_DIRECT", "0", 1);
-	open_stats();
-	int fd = t_open(path, O_RDONLY, false);
-	opends_handle_t fh = t_register(fd);
-	opends_stream_t s;
-	OK(opends_stream_create(&s));
-	size_t cap = 10 * T_MiB;
-	uint8_t *mem = t_xmalloc(cap);
-	CHECK(!read_one(fh, s, mem, cap, 300 * T_KiB + 1, 12345, 77, true));
-	CHECK(!read_one(fh, s, mem, cap, 9 * T_MiB + 5, 1000, 3, true));
-	CHECK(!read_one(fh, s, mem, cap, 2 * T_MiB, (off_t)FSIZE - 5000, 9, false));
-	CHECKF(direct_ops() == 0, "%llu reads ran direct with OPENDS_STREAM_DIRECT=0", direct_ops());
-	OK(opends_stream_destroy(s));
 	OK(opends_handle_deregister(fh));
 	OK(opends_driver_close());
 	close(fd);
