@@ -204,10 +204,10 @@ static inline int make_file(const char *dir, const char *name, size_t n, unsigne
 /* Open with O_DIRECT where the file system allows it (tmpfs does not). */
 static inline int open_direct(const char *path, int flags, bool *direct)
 {
-	int fd = open(path, flags | O_DIRECT);
+	int fd = open(path, flags | O_DIRECT, 0644); /* a mode always: flags may hold O_CREAT */
 	*direct = fd >= 0;
 	if (fd < 0 && errno == EINVAL)
-		fd = open(path, flags);
+		fd = open(path, flags, 0644);
 	if (fd < 0)
 		FAIL("%s: %s", path, strerror(errno));
 	return fd;
