@@ -24,11 +24,10 @@
  *            call that had looked the handle up did its I/O on B.
  *   reuse_stream  the same with stream reads too, one on an idle stream
  *            (run at the call) and one queued behind it (run by the
- *            stream's dispatcher after the call). Not in the suite: on
- *            hostdev it reached B within a second before the idle-stream
- *            path (e0c31a8); since then not seen in 30 s, but the
- *            dispatcher's look-up is still unheld until its request is
- *            counted (mailed to streams, 12-01).
+ *            stream's dispatcher after the call), on hostdev (meson:
+ *            reuse_stream_*, with and without the direct path). Before
+ *            14bcde5 a read reached B within a second, and TSan showed the
+ *            dispatcher reading a handle re-registered meanwhile.
  *
  * Exit 0 pass, 1 fail, 77 skip. Backend from OPENDS_BACKEND.
  */

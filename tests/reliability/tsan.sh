@@ -98,8 +98,10 @@ for b in ref uring gds; do
 	esac
 	# deregistration under calls on the handle, stale handles whose struct
 	# serves a new registration (the hold of registry.c)
-	for what in held self reuse; do
-		OPENDS_BACKEND=$b OPENDS_ACCEL=host "${run[@]}" "$build/tests/reliability/test_reuse" $what 1 >/dev/null
+	for what in held self reuse reuse_stream; do
+		accel=host
+		[ $what = reuse_stream ] && accel=hostdev # the library's streams
+		OPENDS_BACKEND=$b OPENDS_ACCEL=$accel "${run[@]}" "$build/tests/reliability/test_reuse" $what 1 >/dev/null
 		r=$?
 		case $r in
 		0) ran=$((ran + 1)); echo "ok   tsan reuse $what $b" ;;
