@@ -33,11 +33,11 @@ case $src in
 *.cpp)
 	command -v "$CXX" >/dev/null 2>&1 || { echo "SKIP: no C++ compiler ($CXX)"; exit 77; }
 	# shellcheck disable=SC2086
-	"$CXX" -std=c++17 -Wall -Wextra -Werror -O1 $sanflags -I"$nv_inc" -I"$cuda_inc" "$src" -o "$tmp/$name" \
+	"$CXX" -std=c++17 -Wall -Wextra -Werror -O2 -D_FORTIFY_SOURCE=2 $sanflags -I"$nv_inc" -I"$cuda_inc" "$src" -o "$tmp/$name" \
 		-Wl,--as-needed -L"$nv_dir" -l:libcufile.so.0 -ldl -pthread ;;
 *)
 	# shellcheck disable=SC2086
-	"$CC" -std=c11 -Wall -Wextra -Werror -O1 $sanflags -I"$nv_inc" -I"$cuda_inc" "$src" -o "$tmp/$name" \
+	"$CC" -std=c11 -Wall -Wextra -Werror -O2 -D_FORTIFY_SOURCE=2 $sanflags -I"$nv_inc" -I"$cuda_inc" "$src" -o "$tmp/$name" \
 		-L"$nv_dir" -l:libcufile.so.0 -ldl ;;
 esac
 mkdir "$tmp/data"
