@@ -311,9 +311,10 @@ typedef enum CUFileArrayConfigParameter_t {
 	CUFILE_PARAM_GPU_BOUNCE_BUFFER_SLAB_COUNT,
 } CUFileArrayConfigParameter_t;
 
-/* Statistics (cuFileGetStatsL1/L2/L3). The drop-in keeps none (see
- * docs/cufile-dropin.md), so their layouts are not declared here: programs
- * that read statistics build against NVIDIA's cufile.h. */
+/* Statistics (cuFileGetStatsL1/L2/L3). The drop-in keeps them (levels 1-3,
+ * docs/cufile-dropin.md), but their layouts are not declared here: they
+ * changed between cuFile releases, so programs that read statistics build
+ * against NVIDIA's cufile.h of the version they target. */
 #define CUFILE_GPU_UUID_LEN 16
 typedef struct CUfileStatsLevel1 CUfileStatsLevel1_t;
 typedef struct CUfileStatsLevel2 CUfileStatsLevel2_t;
