@@ -13,14 +13,13 @@
 
 #include "ods.h"
 
-/* How long get_status spins before it sleeps (ns): about what a worker
- * needs to finish the next small file, above a futex sleep and wake-up on
- * the H200 VM (~14 us). Only where CPUs are to spare: on 2 CPUs the spin
- * takes the CPU the workers need (batch of hot small files, 4 workers,
- * 2-CPU VM: 63-65k files/s without, 56-63k with). OPENDS_AB_BATCH_SPIN_US
- * for the A/B (0: sleep at once). */
-#define DEF_SPIN_NS 50000u
-#define SPIN_MIN_CPUS 8
+/* How long get_status spins before it sleeps (ns): none by default. On
+ * the H200 (probe 29, imagenetish hot batch, 8 workers) 50 us of spin ran
+ * 12760 MiB/s, none 12857: the workers bound that leg, not the collector's
+ * wake-ups; on 2 CPUs the spin takes the CPU the workers need (hot small
+ * files, 4 workers: 63-65k files/s without, 56-63k with).
+ * OPENDS_AB_BATCH_SPIN_US=N for an A/B. */
+#define DEF_SPIN_NS 0u
 
 static uint64_t mono_ns(void)
 {
@@ -204,7 +203,7 @@ OPENDS_API opends_error_t opends_batch_setup(opends_batch_t *batch, unsigned max
 	pthread_mutex_init(&b->lock, NULL);
 	b->max_nr = max_nr;
 	const char *sp = getenv("OPENDS_AB_BATCH_SPIN_US");
-	b->spin_ns = sp ? strtoull(sp, NULL, 10) * 1000u : sysconf(_SC_NPROCESSORS_ONLN) >= SPIN_MIN_CPUS ? DEF_SPIN_NS : 0;
+	b->spin_ns = sp ? strtoull(sp, NULL, 10) * 1000u : DEF_SPIN_NS;
 	b->entries = e;
 	for (unsigned i = max_nr; i > 0; i--) {
 		e[i - 1].b = b;
