@@ -16,9 +16,10 @@
  * (more than the hardware queues); and the context rule: another context
  * current is no error (the buffer's context serves it), a stream of another
  * context with the buffer is OPENDS_CONTEXT_MISMATCH. First, the device
- * count and properties (what opends-info lists) against the driver. Last, the
+ * count and properties (what opends-info lists) against the driver. And the
  * caller's cost of a small synchronous copy, each way (timing for the probe,
- * printed, not judged). Several GPUs:
+ * printed, not judged; before streams(), which rewrites part of the file).
+ * Several GPUs:
  * test_gpu_multi.c.
  */
 #include <pthread.h>
@@ -546,12 +547,14 @@ int main(void)
 		close(fd);
 	}
 	read_ahead(path);
+	/* before streams(), which rewrites part of the file (the oracle then
+	 * no longer holds for the ranges it reads) */
+	copy_costs(path);
 	writes(wpath, false);
 	writes(wpath, true);
 	/* before streams(), which rewrites part of the file */
 	many_streams(path);
 	streams(path);
-	copy_costs(path);
 
 	CU(ods_cu.cuMemFree(dev));
 	OK(opends_driver_close());
