@@ -21,6 +21,9 @@
  *  - reclaim: one read on each of 20 streams, none synchronized or reused:
  *    a read that finds the pool out of budget first takes back the staging
  *    held on streams idle by then, so each runs direct;
+ *  - oldest: one 100 KiB read on each of 100 streams, none synchronized:
+ *    the pool makes one block of 32 buffers, then takes back what the
+ *    oldest idle streams hold instead of pinning more;
  *  - off: OPENDS_STREAM_DIRECT=0: none of exact's reads runs direct, each exact.
  */
 #include "common.h"
@@ -165,6 +168,44 @@ static void case_exact(void)
 static void case_off(void)
 {
 	exact_run(false);
+}
+
+/* one read of 100 KiB on each of 100 streams, none synchronized: each
+ * finds the pool's block of 32 such buffers used up from the 33rd on, and
+ * takes back what the oldest idle stream holds instead of pinning more */
+static void case_oldest(void)
+{
+	open_stats();
+	int fd = t_open(path, O_RDONLY, false);
+	opends_handle_t fh = t_register(fd);
+	enum { NS = 100 };
+	static opends_stream_t s[NS];
+	size_t sz = 100 * T_KiB;
+	uint8_t *mem = t_xmalloc(sz);
+	unsigned direct = 0;
+	for (unsigned i = 0; i < NS; i++) {
+		OK(opends_stream_create(&s[i]));
+		size_t size = sz;
+		off_t foff = (off_t)(i * 77 * T_KiB), boff = 0;
+		ssize_t got = SENT;
+		unsigned long long d0 = direct_ops();
+		OK(opends_stream_read(fh, mem, &size, &foff, &boff, &got, s[i]));
+		direct += direct_ops() == d0 + 1;
+		wait_idle(s[i]);
+		CHECKF(got == (ssize_t)sz, "read %u: got %zd", i, got);
+		VERIFY(mem, oracle + foff, sz, "read %u", i);
+	}
+	unsigned long long made = atomic_load(&ods_sstats[SST_POOL_NEW]);
+	printf("oldest: %u of %d reads direct, %llu pinned allocations by the staging pool\n", direct, NS, made);
+	CHECKF(direct == NS, "%u of %d reads ran direct", direct, NS);
+	CHECKF(made == 1, "the staging pool made %llu pinned allocations for 100 reads of 100 KiB on idle streams, "
+	       "not 1 (a block of 32 buffers): staging held on idle streams was not taken back", made);
+	for (unsigned i = 0; i < NS; i++)
+		OK(opends_stream_destroy(s[i]));
+	OK(opends_handle_deregister(fh));
+	OK(opends_driver_close());
+	close(fd);
+	free(mem);
 }
 
 static void case_busy(void)
@@ -335,6 +376,7 @@ int main(int argc, char **argv)
 	ok &= t_case_in_child("destroy_close", case_destroy_close);
 	ok &= t_case_in_child("reclaim", case_reclaim);
 	ok &= t_case_in_child("off", case_off);
+	ok &= t_case_in_child("oldest", case_oldest);
 	free(oracle);
 	t_rm_dir();
 	CHECKF(ok, "a case failed");

@@ -93,6 +93,8 @@ void ods_dispatch_stop(void);
  * out of memory, with *over true when it would not fit the budget. */
 #define ODS_STAGE_MAX ((size_t)1 << 30)
 void *ods_staging_get(size_t n, unsigned *cls, bool *over);
+/* as ods_staging_get, from what the pool has only (NULL: none free) */
+void *ods_staging_take(size_t n, unsigned *cls);
 void ods_staging_put(void *p, unsigned cls);
 void ods_staging_fini(void); /* after every operation ended */
 /* in the child of a fork: a stopped dispatcher and an empty pool, the
@@ -119,6 +121,7 @@ enum {
 	SST_WAKES,       /* futex wakes of the dispatcher by a post or kick */
 	SST_DIRECT,      /* operations run direct (idle stream: no counter,
 			    no dispatcher; stream_accel.c) */
+	SST_POOL_NEW,    /* pinned allocations the staging pool made */
 	SST_N
 };
 extern bool ods_sstats_on;
@@ -183,6 +186,8 @@ struct ods_held *ods_astream_held(void *t);
 void ods_astream_hold(void *t, struct ods_held *h, unsigned dev);
 /* the stream pool is out of budget: give back what idle streams hold */
 void ods_astreams_reclaim(void);
+/* the stream pool has no buffer of a size: ask the max oldest holders */
+void ods_astreams_reclaim_old(unsigned max);
 void ods_held_release(struct ods_held *h, bool past); /* each of list h */
 /* operations enqueued and not yet ended: +1 / -1 */
 void ods_ainflight_add(int d);

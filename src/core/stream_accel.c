@@ -306,7 +306,12 @@ static opends_error_t accel_enqueue(const char *fn, const struct ods_sargs *a, o
 	size_t slot = ((size < piece ? size : piece) + ODS_ALIGN - 1) & ~(size_t)(ODS_ALIGN - 1);
 	char *stage = NULL;
 	bool over = false;
-	if (plan && !(stage = ods_staging_get(slot * k, &cls, &over)) && over) {
+	if (plan && !(stage = ods_staging_take(slot * k, &cls))) {
+		/* none free: staging held by direct reads whose streams are
+		 * done with it first, before the pool pins more */
+		ods_astreams_reclaim_old(4);
+	}
+	if (plan && !stage && !(stage = ods_staging_get(slot * k, &cls, &over)) && over) {
 		/* staging held by direct reads on streams idle by now first */
 		ods_astreams_reclaim();
 		stage = ods_staging_get(slot * k, &cls, &over);

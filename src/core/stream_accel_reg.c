@@ -34,6 +34,8 @@ struct astream {
 	 * (ods_astream_hold; the lock) */
 	struct ods_held *held;
 	unsigned dev;          /* the device its commands run on (ods_astream_hold) */
+	struct astream *fnext; /* the holders' queue (oldest first), while infifo */
+	bool infifo;
 	struct astream *next; /* its bucket's chain */
 };
 static pthread_mutex_t astreams_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -41,6 +43,10 @@ static pthread_cond_t astreams_idle = PTHREAD_COND_INITIALIZER;
 static struct astream **buckets; /* nbuckets chains, a power of two */
 static size_t nbuckets, nastreams;
 static atomic_uint ainflight; /* operations enqueued and not yet ended */
+/* The streams that held something, in the order they first did (the
+ * lock): ods_astreams_reclaim_old asks the oldest whether they are idle. */
+static struct astream *fifo_head, *fifo_tail;
+static atomic_uint nfifo;
 
 static size_t bucket_of(void *s, size_t nb)
 {
@@ -89,7 +95,8 @@ static struct astream *astream_find(void *s, bool add)
  * nobody uses */
 static void astream_trim(struct astream *a)
 {
-	if (a->created || a->registered || a->held || atomic_load(&a->refs) || atomic_load(&a->waiters))
+	if (a->created || a->registered || a->held || a->infifo || atomic_load(&a->refs) ||
+	    atomic_load(&a->waiters))
 		return;
 	for (struct astream **pp = &buckets[bucket_of(a->s, nbuckets)]; *pp; pp = &(*pp)->next)
 		if (*pp == a) {
@@ -134,16 +141,35 @@ struct ods_held *ods_astream_held(void *t)
 	return h;
 }
 
-/* caller holds astreams_lock */
-static void held_add(struct astream *a, struct ods_held *h)
+/* list h in front of *to */
+static void held_add_to(struct ods_held **to, struct ods_held *h)
 {
 	if (!h)
 		return;
 	struct ods_held *last = h;
 	while (last->next)
 		last = last->next;
-	last->next = a->held;
-	a->held = h;
+	last->next = *to;
+	*to = h;
+}
+
+/* caller holds astreams_lock */
+static void held_add(struct astream *a, struct ods_held *h)
+{
+	held_add_to(&a->held, h);
+}
+
+/* caller holds astreams_lock */
+static void fifo_push(struct astream *a)
+{
+	a->infifo = true;
+	a->fnext = NULL;
+	if (fifo_tail)
+		fifo_tail->fnext = a;
+	else
+		fifo_head = a;
+	fifo_tail = a;
+	atomic_fetch_add(&nfifo, 1);
 }
 
 void ods_astream_hold(void *t, struct ods_held *h, unsigned dev)
@@ -154,7 +180,56 @@ void ods_astream_hold(void *t, struct ods_held *h, unsigned dev)
 	pthread_mutex_lock(&astreams_lock);
 	a->dev = dev;
 	held_add(a, h);
+	if (!a->infifo)
+		fifo_push(a);
 	pthread_mutex_unlock(&astreams_lock);
+}
+
+/* The staging pool has no buffer of the size an operation needs: before
+ * it makes one (pinning memory: ~1 ms per 4 MiB block on the H200, paid
+ * by the first round of 4096 small reads), ask up to max of the streams
+ * that held staging longest whether they are idle, and give back what the
+ * idle ones hold. A small read's copy ends microseconds after its result,
+ * so an oldest one whose results are out is all but always done: about one
+ * query per read, where holding everything until each stream's next sync
+ * needed a buffer per stream. Streams still busy go to the back. */
+void ods_astreams_reclaim_old(unsigned max)
+{
+	if (!atomic_load_explicit(&nfifo, memory_order_relaxed))
+		return;
+	const struct ods_accel_streams *acc = ods_drv.accel->streams;
+	struct ods_held *out = NULL;
+	bool got = false;
+	pthread_mutex_lock(&astreams_lock);
+	for (unsigned i = 0; i < max && fifo_head && !got; i++) {
+		struct astream *a = fifo_head;
+		fifo_head = a->fnext;
+		if (!fifo_head)
+			fifo_tail = NULL;
+		a->infifo = false;
+		atomic_fetch_sub(&nfifo, 1);
+		if (!a->held || !a->created) {
+			astream_trim(a); /* synced or destroyed since */
+			continue;
+		}
+		/* only streams whose operations all have their results out
+		 * (their gates open: the copies run within microseconds) are
+		 * asked; the others cost no driver call (the first round of
+		 * 4096 small reads: the oldest is still reading) */
+		if ((int)(atomic_load(&a->done) - a->tracked) < 0) {
+			fifo_push(a);
+			continue;
+		}
+		if (acc->stream_idle && acc->stream_idle(a->dev, a->s)) {
+			held_add_to(&out, a->held);
+			a->held = NULL;
+			got = true;
+		} else {
+			fifo_push(a);
+		}
+	}
+	pthread_mutex_unlock(&astreams_lock);
+	ods_held_release(out, true); /* (outside the lock: an operation's end may take it) */
 }
 
 /* The stream pool is out of budget: ask each stream the library made that
@@ -171,13 +246,8 @@ void ods_astreams_reclaim(void)
 	for (size_t i = 0; acc->stream_idle && i < nbuckets; i++)
 		for (struct astream *a = buckets[i]; a; a = a->next)
 			if (a->held && a->created && acc->stream_idle(a->dev, a->s)) {
-				struct ods_held *h = a->held;
+				held_add_to(&out, a->held);
 				a->held = NULL;
-				struct ods_held *last = h;
-				while (last->next)
-					last = last->next;
-				last->next = out;
-				out = h;
 			}
 	pthread_mutex_unlock(&astreams_lock);
 	ods_held_release(out, true); /* (outside the lock: an operation's end may take it) */
@@ -377,6 +447,8 @@ void ods_astreams_fini(void)
 	free(buckets);
 	buckets = NULL;
 	nbuckets = nastreams = 0;
+	fifo_head = fifo_tail = NULL;
+	atomic_store(&nfifo, 0);
 	pthread_mutex_unlock(&astreams_lock);
 }
 
@@ -387,4 +459,6 @@ void ods_astreams_forget(void)
 	buckets = NULL;
 	nbuckets = nastreams = 0;
 	atomic_store(&ainflight, 0);
+	fifo_head = fifo_tail = NULL;
+	atomic_store(&nfifo, 0);
 }

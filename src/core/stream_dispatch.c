@@ -224,11 +224,11 @@ void ods_sstats_print(void)
 	fprintf(stderr,
 		"opends stream stats: %llu ops: call %.2f us, call->result %.1f us, result->copied %.1f us; "
 		"%llu syncs: waiting %.2f us (%llu slept), accelerator sync %.2f us; dispatcher: %llu polls, "
-		"%.1f ops each, %llu wakes; %llu ops direct\n",
+		"%.1f ops each, %llu wakes; %llu ops direct; staging pool: %llu pinned allocations\n",
 		v[SST_ENQ], (double)v[SST_ENQ_NS] / 1e3 / ops, (double)v[SST_PUB_NS] / 1e3 / ops,
 		(double)v[SST_END_NS] / 1e3 / ops, v[SST_SYNC], (double)v[SST_SYNC_WAIT_NS] / 1e3 / syncs,
 		v[SST_SYNC_SLEEPS], (double)v[SST_SYNC_ACC_NS] / 1e3 / syncs, v[SST_ROUNDS],
-		v[SST_ROUNDS] ? (double)v[SST_VISITS] / (double)v[SST_ROUNDS] : 0.0, v[SST_WAKES], v[SST_DIRECT]);
+		v[SST_ROUNDS] ? (double)v[SST_VISITS] / (double)v[SST_ROUNDS] : 0.0, v[SST_WAKES], v[SST_DIRECT], v[SST_POOL_NEW]);
 }
 
 /* -- staging -- */
@@ -302,9 +302,8 @@ static void pinned_free(void *p, size_t n)
 		free(p);
 }
 
-void *ods_staging_get(size_t n, unsigned *cls, bool *over)
+void *ods_staging_take(size_t n, unsigned *cls)
 {
-	*over = false;
 	unsigned c = 0;
 	while (class_size(c) < n)
 		c++;
@@ -314,8 +313,16 @@ void *ods_staging_get(size_t n, unsigned *cls, bool *over)
 		stage_pool.free[c] = *(void **)p;
 	pthread_mutex_unlock(&stage_pool.lock);
 	*cls = c;
+	return p;
+}
+
+void *ods_staging_get(size_t n, unsigned *cls, bool *over)
+{
+	*over = false;
+	void *p = ods_staging_take(n, cls);
 	if (p)
 		return p;
+	unsigned c = *cls;
 	/* a block when the budget has room for one, else one buffer */
 	size_t cs = class_size(c), sz = cs < CARVE ? CARVE : cs;
 	struct made *m = malloc(sizeof(*m));
@@ -332,6 +339,7 @@ void *ods_staging_get(size_t n, unsigned *cls, bool *over)
 		free(m);
 		return NULL;
 	}
+	ods_sst_add(SST_POOL_NEW, 1);
 	*m = (struct made){ NULL, b, sz, c, 0 };
 	pthread_mutex_lock(&stage_pool.lock);
 	m->next = stage_pool.made;
