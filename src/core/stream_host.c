@@ -90,6 +90,10 @@ static void sop_done(struct ods_io *io);
 static void advance(struct hstream *s, bool may_block)
 {
 	for (;;) {
+		/* on a library thread (sop_done) too, the handle looked up is
+		 * held until the submit counted its request (rel: a deregister
+		 * and a new registration in between could reuse it) */
+		ODS_HOLD_SCOPE();
 		pthread_mutex_lock(&s->lock);
 		struct sop *op = s->head;
 		if (!op) {
