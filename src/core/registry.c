@@ -196,6 +196,29 @@ static bool held_here(const struct ods_handle *h)
 	return false;
 }
 
+/* The handle of token fh, the table's lock held (ods_slots_get's look-up:
+ * the generation must match, so a stale token finds nothing). */
+static struct ods_handle *find_locked(opends_handle_t fh)
+{
+	uint64_t t = (uint64_t)(uintptr_t)fh;
+	uint32_t i = (uint32_t)t - 1, g = (uint32_t)(t >> 32);
+	if ((uint32_t)t == 0 || g == 0 || i >= handles.cap || handles.gen[i] != g)
+		return NULL;
+	return handles.obj[i];
+}
+
+/* fh is held by this thread's calls, or its source is serving a callback
+ * on this thread. Under the lock: another thread's deregister of fh cannot
+ * free it while this looks at it. */
+static bool in_use_here(opends_handle_t fh)
+{
+	pthread_rwlock_rdlock(&handles.lock);
+	struct ods_handle *h = find_locked(fh);
+	bool busy = h && (held_here(h) || (h->src && h->src == ods_calls.serving));
+	pthread_rwlock_unlock(&handles.lock);
+	return busy;
+}
+
 OPENDS_API opends_error_t opends_handle_register(opends_handle_t *fh, int fd)
 {
 	struct stat st;
@@ -283,8 +306,7 @@ OPENDS_API opends_error_t opends_handle_deregister(opends_handle_t fh)
 	/* A callback of I/O on this very handle (a source's read run by a
 	 * synchronous read on this thread, or by a library thread for a read
 	 * that a caller waits for) would wait for its own I/O. */
-	struct ods_handle *mine = ods_slots_get(&handles, (uint64_t)(uintptr_t)fh);
-	if (mine && (held_here(mine) || (mine->src && mine->src == ods_calls.serving)))
+	if (in_use_here(fh))
 		return ods_err(ods_fail(OPENDS_INVALID_VALUE,
 					"opends_handle_deregister: fh is in use by a call on this thread (a callback of "
 					"I/O on it); deregister it after that call returns"),
@@ -314,15 +336,11 @@ struct ods_handle *ods_handle_lookup(opends_handle_t fh)
 	/* Found and held under the table's read lock: deregistration takes the
 	 * handle out under the write lock, then waits for users, so it sees
 	 * every hold of a call that found the handle, and no call finds it
-	 * after. (The look-up of ods_slots_get, with the count inside.) */
-	uint64_t t = (uint64_t)(uintptr_t)fh;
-	uint32_t i = (uint32_t)t - 1, g = (uint32_t)(t >> 32);
-	struct ods_handle *h = NULL;
+	 * after. */
 	pthread_rwlock_rdlock(&handles.lock);
-	if ((uint32_t)t != 0 && g != 0 && i < handles.cap && handles.gen[i] == g) {
-		h = handles.obj[i];
+	struct ods_handle *h = find_locked(fh);
+	if (h)
 		hold(h);
-	}
 	pthread_rwlock_unlock(&handles.lock);
 	return h;
 }

@@ -14,6 +14,9 @@
  *            caller's thread with ref, on a library thread otherwise):
  *            OPENDS_INVALID_VALUE naming the callback, the read completes,
  *            a deregister after it succeeds (no deadlock: the watchdog).
+ *   double   2000 handles (sources and fds), each deregistered by two
+ *            threads at once: one succeeds, the other gets
+ *            OPENDS_HANDLE_NOT_REGISTERED, release runs once per source.
  *   reuse    two files A and B of different bytes. Reader threads read and
  *            write through the latest handle of A (sync, async, batch,
  *            stream) while a churn thread deregisters it and registers B
@@ -138,6 +141,65 @@ static void case_self(void)
 	R_TRY(opends_handle_deregister(h));
 	R_CHECK(atomic_load(&releases) == 1, "release ran %d times", atomic_load(&releases));
 	printf("self: refused with INVALID_VALUE (%s); deregistered after the read\n", self_detail);
+}
+
+/* ---- double: two threads deregister one handle -------------------------- */
+
+static _Atomic(opends_handle_t) dbl_h;
+static atomic_uint dbl_round, dbl_done;
+static atomic_int dbl_ok, dbl_missing;
+
+static void *dbl_thread(void *arg)
+{
+	(void)arg;
+	for (unsigned r = 1; r <= 2000; r++) {
+		while (atomic_load(&dbl_round) < r)
+			sched_yield();
+		opends_error_t e = opends_handle_deregister(atomic_load(&dbl_h));
+		if (!e.err)
+			atomic_fetch_add(&dbl_ok, 1);
+		else if (e.err == OPENDS_HANDLE_NOT_REGISTERED)
+			atomic_fetch_add(&dbl_missing, 1);
+		else
+			R_FAIL("round %u: deregister returned %s", r, opends_err_name((int)e.err));
+		atomic_fetch_add(&dbl_done, 1);
+	}
+	return NULL;
+}
+
+/* Each round a new handle (a source's, or an fd's: both kinds are
+ * reused), deregistered by two threads at once: one succeeds, the other
+ * gets OPENDS_HANDLE_NOT_REGISTERED, nothing is touched after it is freed
+ * (ASan: the refusal check for callbacks read the handle unlocked). */
+static void case_double(void)
+{
+	r_phase = "double";
+	char p[PATH_MAX + 32];
+	snprintf(p, sizeof(p), "%s/d", r_tmpdir("reuse"));
+	int fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	R_CHECK(fd >= 0, "open: %s", strerror(errno));
+	pthread_t t[2];
+	for (int i = 0; i < 2; i++)
+		pthread_create(&t[i], NULL, dbl_thread, NULL);
+	for (unsigned r = 1; r <= 2000; r++) {
+		opends_handle_t h;
+		if (r % 2)
+			h = source();
+		else
+			R_TRY(opends_handle_register(&h, fd));
+		atomic_store(&dbl_h, h);
+		atomic_store(&dbl_round, r);
+		while (atomic_load(&dbl_done) < 2 * r)
+			sched_yield();
+	}
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	close(fd);
+	R_CHECK(atomic_load(&dbl_ok) == 2000 && atomic_load(&dbl_missing) == 2000,
+		"%d deregisters succeeded and %d found nothing, want 2000 each", atomic_load(&dbl_ok),
+		atomic_load(&dbl_missing));
+	R_CHECK(atomic_load(&releases) == 1000, "release ran %d times for 1000 sources", atomic_load(&releases));
+	printf("double: 2000 handles deregistered by two threads at once: one success and one not-registered each\n");
 }
 
 /* ---- reuse ------------------------------------------------------------- */
@@ -303,7 +365,7 @@ static void case_reuse(double seconds)
 int main(int argc, char **argv)
 {
 	if (argc < 2)
-		R_FAIL("usage: test_reuse held|self|reuse|reuse_stream [SECONDS]");
+		R_FAIL("usage: test_reuse held|self|double|reuse|reuse_stream [SECONDS]");
 	const char *c = argv[1];
 	double n = argc > 2 ? atof(argv[2]) : 0;
 	r_watchdog(60);
@@ -316,6 +378,8 @@ int main(int argc, char **argv)
 		case_held();
 	else if (!strcmp(c, "self"))
 		case_self();
+	else if (!strcmp(c, "double"))
+		case_double();
 	else if (!strcmp(c, "reuse"))
 		case_reuse(n > 0 ? n : 1.5);
 	else if (!strcmp(c, "reuse_stream"))

@@ -98,7 +98,7 @@ for b in ref uring gds; do
 	esac
 	# deregistration under calls on the handle, stale handles whose struct
 	# serves a new registration (the hold of registry.c)
-	for what in held self reuse reuse_stream; do
+	for what in held self double reuse reuse_stream; do
 		accel=host
 		[ $what = reuse_stream ] && accel=hostdev # the library's streams
 		OPENDS_BACKEND=$b OPENDS_ACCEL=$accel "${run[@]}" "$build/tests/reliability/test_reuse" $what 1 >/dev/null
