@@ -123,7 +123,7 @@ void ods_stage_end(struct ods_stage_unit *u, long res)
 {
 	struct ods_stage_req *r = u->r;
 	io_over(u);
-	if (r == u->w->held_r)
+	if (r->id == u->w->held_id && u->held_gen == u->w->held_gen)
 		u->w->held_n--;
 	if (res < 0)
 		ods_stage_note_err(r, res);
@@ -209,6 +209,7 @@ static void start_chunk(struct ods_stage_worker *w, struct ods_stage_req *r, off
 	w->free_list = u->next_free;
 	w->nfree--;
 	u->r = r;
+	u->held_gen = w->held_gen; /* (ods_stage_take_chunk counted it in this turn) */
 	u->c0 = c0;
 	u->c1 = c1;
 	u->more = more;

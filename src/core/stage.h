@@ -73,6 +73,7 @@ struct ods_stage_req {
 	bool started;           /* a chunk was handed out (cancel no longer applies) */
 	unsigned share;         /* chunks one worker may hold at once */
 	unsigned key;           /* who it is served fairly against: its device, or host memory */
+	uint64_t id;            /* unique in the engine, from 1 (queue lock) */
 	size_t weight;          /* bytes it counts for in the queue's back-pressure */
 	atomic_uint pending;    /* chunks running + 1 while chunks are left */
 	atomic_llong short_at;  /* lowest offset where data ended (EOF) */
@@ -95,6 +96,7 @@ struct ods_stage_unit {
 
 	/* the engine's */
 	int state;
+	unsigned held_gen;      /* its worker's held_gen when taken */
 	void *cp_dst;
 	const void *cp_src;
 	size_t cp_n;

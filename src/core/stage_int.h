@@ -26,8 +26,13 @@ struct ods_stage_worker {
 	unsigned nfree, nio, ncopy;
 	char *block;                  /* every slot at once (accelerators that pin) */
 	bool block_pinned;
-	struct ods_stage_req *held_r; /* the request this worker last took chunks of, */
-	unsigned held_n;              /* and how many of them it holds */
+	/* The request this worker last took chunks of (by id: a finished
+	 * request's memory is reused at once for the next, ods_recycle), how
+	 * many of them it holds, and which turn of holding that is (held_gen
+	 * moves at every switch: a unit of an earlier turn does not count). */
+	uint64_t held_id;
+	unsigned held_n;
+	unsigned held_gen;
 	bool declined;                /* left the head request to other workers */
 	unsigned turn;                /* pick(): fewer workers than devices queued */
 	void *lane;                   /* accelerator copy lane, or NULL: recorded copies */
@@ -59,6 +64,7 @@ struct ods_stage {
 	unsigned ready;      /* workers done setting up (lock) */
 	pthread_cond_t ready_cv;
 	struct ods_stage_wr *wr; /* stage_wr.c's buffers; NULL: its way is off */
+	uint64_t req_ids;        /* the last request id given (lock) */
 };
 
 /* stage.c */

@@ -69,7 +69,7 @@ static void unqueue(struct ods_stage *s, struct ods_stage_req *r, struct ods_sta
 
 static bool declines(const struct ods_stage_worker *w, const struct ods_stage_req *r)
 {
-	return r == w->held_r && w->held_n >= r->share;
+	return r->id == w->held_id && w->held_n >= r->share;
 }
 
 /* ---- the extra workers --------------------------------------------------------
@@ -179,9 +179,10 @@ struct ods_stage_req *ods_stage_take_chunk(struct ods_stage_worker *w, off_t *c0
 			 * meanwhile are written as they would be without it) */
 			allocate = r->io->allocate;
 		}
-		if (r != w->held_r) {
-			w->held_r = r;
+		if (r->id != w->held_id) {
+			w->held_id = r->id;
 			w->held_n = 0;
+			w->held_gen++;
 		}
 		w->held_n++;
 		*c0 = r->pos;
@@ -272,6 +273,7 @@ static size_t enqueue(struct ods_stage *s, struct ods_stage_req *r)
 	r->share = share > UINT_MAX ? UINT_MAX : (unsigned)share;
 	if (s->nkey[r->key]++ == 0 && r->key != ODS_STAGE_HOST_KEY)
 		atomic_fetch_add(&s->ndevkeys, 1);
+	r->id = ++s->req_ids;
 	r->next = NULL;
 	if (s->tail)
 		s->tail->next = r;
