@@ -40,8 +40,21 @@ static int copy_begin_at(struct place *p, void *dst, const void *src, size_t n, 
 	int rc = ods_cu_enter(p, &pushed);
 	if (rc)
 		return rc;
-	unsigned i = atomic_fetch_add_explicit(&rr, 1, memory_order_relaxed) % SYNC_STREAMS;
-	pthread_mutex_lock(&p->sync_lock[i]);
+	/* a free stream first: a copy begun and not yet ended holds its
+	 * stream while its thread works (stage_wr.c writes a piece to the
+	 * disk meanwhile, milliseconds), and another thread's copy must not
+	 * queue behind that by the turn of the round robin */
+	unsigned i0 = atomic_fetch_add_explicit(&rr, 1, memory_order_relaxed) % SYNC_STREAMS, i = i0;
+	for (unsigned k = 0;; k++) {
+		if (k == SYNC_STREAMS) {
+			i = i0;
+			pthread_mutex_lock(&p->sync_lock[i]);
+			break;
+		}
+		i = (i0 + k) % SYNC_STREAMS;
+		if (pthread_mutex_trylock(&p->sync_lock[i]) == 0)
+			break;
+	}
 	CUresult r = CUDA_SUCCESS;
 	if (!p->sync_stream[i])
 		r = ods_cu.cuStreamCreate(&p->sync_stream[i], CU_STREAM_NON_BLOCKING);
