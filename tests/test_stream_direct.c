@@ -170,44 +170,6 @@ static void case_off(void)
 	exact_run(false);
 }
 
-/* one read of 100 KiB on each of 100 streams, none synchronized: each
- * finds the pool's block of 32 such buffers used up from the 33rd on, and
- * takes back what the oldest idle stream holds instead of pinning more */
-static void case_oldest(void)
-{
-	open_stats();
-	int fd = t_open(path, O_RDONLY, false);
-	opends_handle_t fh = t_register(fd);
-	enum { NS = 100 };
-	static opends_stream_t s[NS];
-	size_t sz = 100 * T_KiB;
-	uint8_t *mem = t_xmalloc(sz);
-	unsigned direct = 0;
-	for (unsigned i = 0; i < NS; i++) {
-		OK(opends_stream_create(&s[i]));
-		size_t size = sz;
-		off_t foff = (off_t)(i * 77 * T_KiB), boff = 0;
-		ssize_t got = SENT;
-		unsigned long long d0 = direct_ops();
-		OK(opends_stream_read(fh, mem, &size, &foff, &boff, &got, s[i]));
-		direct += direct_ops() == d0 + 1;
-		wait_idle(s[i]);
-		CHECKF(got == (ssize_t)sz, "read %u: got %zd", i, got);
-		VERIFY(mem, oracle + foff, sz, "read %u", i);
-	}
-	unsigned long long made = atomic_load(&ods_sstats[SST_POOL_NEW]);
-	printf("oldest: %u of %d reads direct, %llu pinned allocations by the staging pool\n", direct, NS, made);
-	CHECKF(direct == NS, "%u of %d reads ran direct", direct, NS);
-	CHECKF(made == 1, "the staging pool made %llu pinned allocations for 100 reads of 100 KiB on idle streams, "
-	       "not 1 (a block of 32 buffers): staging held on idle streams was not taken back", made);
-	for (unsigned i = 0; i < NS; i++)
-		OK(opends_stream_destroy(s[i]));
-	OK(opends_handle_deregister(fh));
-	OK(opends_driver_close());
-	close(fd);
-	free(mem);
-}
-
 static void case_busy(void)
 {
 	int fd;
@@ -322,39 +284,60 @@ static void case_destroy_close(void)
 	free(mem);
 }
 
-/* one read on each of 20 streams, none synchronized or reused until the
- * end: a read that finds the pool out of budget first gives back the
- * staging held on streams idle by then */
-static void case_reclaim(void)
+/* One read of sz on each of ns streams, none synchronized or reused until
+ * the end (each waited idle before the next); each must run direct.
+ * Returns the pinned allocations the staging pool made. */
+static unsigned long long one_per_stream(unsigned ns, size_t sz, off_t step, const char *what)
 {
-	small_budget();
 	open_stats();
 	int fd = t_open(path, O_RDONLY, false);
 	opends_handle_t fh = t_register(fd);
-	enum { NS = 20 };
-	opends_stream_t s[NS];
-	uint8_t *mem = t_xmalloc(RSIZE);
+	opends_stream_t *s = t_xmalloc(ns * sizeof(*s));
+	uint8_t *mem = t_xmalloc(sz);
 	unsigned direct = 0;
-	for (unsigned i = 0; i < NS; i++) {
+	for (unsigned i = 0; i < ns; i++) {
 		OK(opends_stream_create(&s[i]));
-		size_t size = RSIZE;
-		off_t foff = (off_t)(i * 3 * T_MiB), boff = 0;
+		size_t size = sz;
+		off_t foff = (off_t)i * step, boff = 0;
 		ssize_t got = SENT;
 		unsigned long long d0 = direct_ops();
 		OK(opends_stream_read(fh, mem, &size, &foff, &boff, &got, s[i]));
 		direct += direct_ops() == d0 + 1;
 		wait_idle(s[i]);
-		CHECKF(got == (ssize_t)RSIZE, "read %u: got %zd", i, got);
-		VERIFY(mem, oracle + foff, RSIZE, "read %u", i);
+		CHECKF(got == (ssize_t)sz, "%s read %u: got %zd", what, i, got);
+		VERIFY(mem, oracle + foff, sz, "%s read %u", what, i);
 	}
-	printf("reclaim: %u of %d reads on streams never synchronized ran direct\n", direct, NS);
-	CHECKF(direct == NS, "%u of %d reads ran direct: staging held on idle streams was not given back", direct, NS);
-	for (unsigned i = 0; i < NS; i++)
+	unsigned long long made = atomic_load(&ods_sstats[SST_POOL_NEW]);
+	printf("%s: %u of %u reads on streams never synchronized ran direct; %llu pinned allocations\n", what, direct,
+	       ns, made);
+	CHECKF(direct == ns, "%s: %u of %u reads ran direct: staging held on idle streams was not given back", what,
+	       direct, ns);
+	for (unsigned i = 0; i < ns; i++)
 		OK(opends_stream_destroy(s[i]));
 	OK(opends_handle_deregister(fh));
 	OK(opends_driver_close());
 	close(fd);
 	free(mem);
+	free(s);
+	return made;
+}
+
+/* 20 streams, a budget of one read's staging: a read that finds the pool
+ * out of budget first gives back what idle streams hold */
+static void case_reclaim(void)
+{
+	small_budget();
+	one_per_stream(20, RSIZE, 3 * T_MiB, "reclaim");
+}
+
+/* 100 reads of 100 KiB: from the 33rd on, each finds the pool's block of
+ * 32 such buffers used up and takes back what the oldest idle stream
+ * holds instead of pinning more */
+static void case_oldest(void)
+{
+	unsigned long long made = one_per_stream(100, 100 * T_KiB, 77 * T_KiB, "oldest");
+	CHECKF(made == 1, "the staging pool made %llu pinned allocations for 100 reads of 100 KiB on idle streams, "
+	       "not 1 (a block of 32 buffers): staging held on idle streams was not taken back", made);
 }
 
 int main(int argc, char **argv)
