@@ -14,9 +14,9 @@
 #   E. the safetensors load (P7, python/bench_safetensors.py) and F. 20,000
 #      small tensors against one file (issue 22, python/bench_many_tensors.py),
 #      both as rows of records.csv;
-#   C2. when time is left: seq16m again with OPENDS_IDLE_SPIN=0 and with
-#      OPENDS_IO_KWORKERS=4, imagenetish hot async/batch with 4 and 16
-#      workers (AB=0 skips it), as opends:uring+spin0 / +kw4 / +t4 / +t16;
+#   C2. when time is left: this round's switches off, one row each beside
+#      the defaults (AB=0 skips it): opends:uring+wp0 (writes), +probea
+#      (files1t), +nodirect (imagenetish hot stream), +t16 (16 workers);
 #   then bench/report on the folder.
 # Each opends-bench step is its own command with its own time limit
 # (--append into one records.csv; each command measures the ceilings its
@@ -264,19 +264,21 @@ if [ "${MANY:-1}" = 1 ] && in_part 2; then
 	fi
 fi
 
-# C2 (issue 17's A/B, when time is left): seq16m again with the engine's
-# idle spin off and with 4 kernel copy threads per ring, beside C's rows
-# (is seq16m bound by CPU oversubscription from spinning threads?)
+# C2 (this round's A/B, when time is left): each switch a helper landed on,
+# off, beside C's and B's default rows: the caller's large-piece write
+# (OPENDS_WRITE_PIECE=0: the engine's way), the inline path's page-cache
+# probe on every read (OPENDS_AB_INLINE_PROBE=always), the direct stream
+# path off (OPENDS_STREAM_DIRECT=0), and hot small files with 16 workers
 if [ "${AB:-1}" = 1 ] && in_part 2; then
-	OPENDS_IDLE_SPIN=0 BENCH_KV=0 bench "C2: seq16m with OPENDS_IDLE_SPIN=0 (A/B)" 40 10 \
-		--datasets none --callers seq16m --no-baselines --tag spin0
-	OPENDS_IO_KWORKERS=4 BENCH_KV=0 bench "C2: seq16m with OPENDS_IO_KWORKERS=4 (A/B)" 40 10 \
-		--datasets none --callers seq16m --no-baselines --tag kw4
-	for t in 4 16; do # hot small files: is the worker count the limit? (small's question)
-		OPENDS_IO_THREADS=$t BENCH_KV=0 bench "C2: imagenetish hot async/batch with OPENDS_IO_THREADS=$t (A/B)" 40 10 \
-			--datasets imagenetish --legs imagenetish:async:hot,imagenetish:batch:hot --callers none \
-			--no-baselines --tag t$t
-	done
+	OPENDS_WRITE_PIECE=0 BENCH_KV=0 bench "C2: write16m/write8t with OPENDS_WRITE_PIECE=0 (A/B)" 60 10 \
+		--datasets none --write-size "${WRITE_SIZE:-4G}" --callers write16m,write8t --no-baselines --tag wp0
+	OPENDS_AB_INLINE_PROBE=always BENCH_KV=0 bench "C2: files1t with OPENDS_AB_INLINE_PROBE=always (A/B)" 40 10 \
+		--datasets none --callers files1t --no-baselines --tag probea
+	OPENDS_STREAM_DIRECT=0 BENCH_KV=0 bench "C2: imagenetish hot stream with OPENDS_STREAM_DIRECT=0 (A/B)" 40 10 \
+		--datasets imagenetish --legs imagenetish:stream:hot --stream-flags 0 --callers none --no-baselines --tag nodirect
+	OPENDS_IO_THREADS=16 BENCH_KV=0 bench "C2: imagenetish hot async/batch with OPENDS_IO_THREADS=16 (A/B)" 40 10 \
+		--datasets imagenetish --legs imagenetish:async:hot,imagenetish:batch:hot --callers none \
+		--no-baselines --tag t16
 fi
 
 # a PART's records under their own name, so the halves can share a folder
