@@ -504,6 +504,16 @@ void *ods_aligned_alloc(size_t size); /* ODS_ALIGN-aligned, or NULL */
  * 0 or -EFAULT. */
 int ods_copy_checked(void *dst, const void *src, size_t n);
 
+/* Every thread the library starts (engine workers, the stream dispatcher,
+ * the pool, hostdev's simulated streams, the header indexer's parts)
+ * starts through this: the new thread blocks the asynchronous signals, so
+ * a signal sent to the process (SIGINT, SIGTERM, a timer's) runs the
+ * application's handler on one of the application's threads, never inside
+ * the library's. The synchronous ones (SIGSEGV, SIGBUS, SIGFPE, SIGILL,
+ * SIGTRAP, SIGSYS) stay open: blocked, a fault would kill the process
+ * without its handler. Returns pthread_create's value. */
+int ods_thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
+
 /* Objects allocated on one thread and freed on others (a future's request:
  * the caller allocates, a worker frees), recycled instead of malloc/free:
  * with malloc each such free goes back to the allocating thread's arena

@@ -94,7 +94,7 @@ struct ods_pool *ods_pool_create(unsigned threads, unsigned capacity, const stru
 		wa->p = p;
 		wa->index = i;
 		wa->cfg = cfg;
-		if (pthread_create(&p->threads[i], NULL, worker, wa)) {
+		if (ods_thread_start(&p->threads[i], worker, wa)) {
 			free(wa);
 			break;
 		}

@@ -1,5 +1,6 @@
 /* Small POSIX and Linux helpers shared by every backend. */
 #include <limits.h>
+#include <signal.h>
 #include <linux/futex.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,4 +150,18 @@ void ods_recycle_put(struct ods_recycle *r, void *p)
 		m->next = top;
 	while (!atomic_compare_exchange_weak_explicit(&r->returned, &top, m, memory_order_release,
 						      memory_order_relaxed));
+}
+
+int ods_thread_start(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+	static const int sync_signals[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS };
+	sigset_t all, old;
+	sigfillset(&all);
+	for (size_t i = 0; i < sizeof(sync_signals) / sizeof(sync_signals[0]); i++)
+		sigdelset(&all, sync_signals[i]);
+	/* the new thread inherits the creator's mask: block, create, restore */
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int rc = pthread_create(t, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
 }

@@ -563,7 +563,7 @@ int ods_stage_open(struct ods_stage **out, const struct ods_stage_params *p, con
 			goto fail;
 	}
 	for (unsigned i = 0; i < nw; i++) {
-		if (pthread_create(&s->w[i].tid, NULL, worker_main, &s->w[i])) {
+		if (ods_thread_start(&s->w[i].tid, worker_main, &s->w[i])) {
 			rc = ods_fail(OPENDS_INTERNAL_ERROR, "%s: could not start %u worker threads (OPENDS_IO_THREADS)",
 				      m->name, nw);
 			goto fail;

@@ -177,7 +177,7 @@ int ods_dispatch_start(int (*poll)(void))
 	if (!disp.started) {
 		disp.stop = false;
 		disp.poll = poll;
-		if (pthread_create(&disp.th, NULL, dispatcher, NULL))
+		if (ods_thread_start(&disp.th, dispatcher, NULL))
 			rc = ods_fail(OPENDS_INTERNAL_ERROR, "could not start the stream dispatcher thread");
 		else
 			disp.started = true;

@@ -279,7 +279,7 @@ static struct sim_stream *sim_new(unsigned dev)
 	st->dev = dev;
 	pthread_mutex_init(&st->lock, NULL);
 	pthread_cond_init(&st->cond, NULL);
-	if (pthread_create(&st->th, NULL, sim_main, st)) {
+	if (ods_thread_start(&st->th, sim_main, st)) {
 		pthread_cond_destroy(&st->cond);
 		pthread_mutex_destroy(&st->lock);
 		free(st);
