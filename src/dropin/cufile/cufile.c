@@ -81,6 +81,15 @@ struct pset {
 };
 static struct pset wronly = { PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0 };
 static struct pset cancelled = { PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0 };
+/* Buffers registered through the drop-in (bases), and registrations of a
+ * pointer inside one of them (inner): NVIDIA's libcufile 1.15.1 accepts
+ * those and deregisters them (0 and 0, as it answers on the H200,
+ * 2026-12-01) where OpenDS refuses an overlap; a base registered twice is
+ * MEMORY_ALREADY_REGISTERED in both. An inner registration pins nothing
+ * more: I/O into it is I/O into the enclosing buffer (or, once that is
+ * deregistered, into an unregistered one). */
+static struct pset bases = { PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0 };
+static struct pset inner = { PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0 };
 
 static bool pset_add(struct pset *s, void *p)
 {
@@ -157,10 +166,14 @@ static void fork_prepare(void)
 	pthread_mutex_lock(&cfd_lock);
 	pthread_mutex_lock(&wronly.m);
 	pthread_mutex_lock(&cancelled.m);
+	pthread_mutex_lock(&bases.m);
+	pthread_mutex_lock(&inner.m);
 }
 
 static void fork_parent(void)
 {
+	pthread_mutex_unlock(&inner.m);
+	pthread_mutex_unlock(&bases.m);
 	pthread_mutex_unlock(&cancelled.m);
 	pthread_mutex_unlock(&wronly.m);
 	pthread_mutex_unlock(&cfd_lock);
@@ -173,9 +186,11 @@ static void fork_child(void)
 		atomic_store(&cfd_is_open, false);
 		users = 0;
 		we_opened = false;
-		wronly.n = cancelled.n = 0;
+		wronly.n = cancelled.n = bases.n = inner.n = 0;
 		atomic_store(&wronly.count, 0);
 		atomic_store(&cancelled.count, 0);
+		atomic_store(&bases.count, 0);
+		atomic_store(&inner.count, 0);
 	}
 	/* the calls inside were the parent's threads'; the gate is closed */
 	ods_gate_forget();
@@ -326,6 +341,8 @@ EXPORT CUfileError_t cuFileDriverClose_v2(void)
 		ods_gate_closed();
 		pset_clear(&wronly);
 		pset_clear(&cancelled);
+		pset_clear(&bases);
+		pset_clear(&inner);
 		we_opened = false;
 	}
 	pthread_mutex_unlock(&cfd_lock);
@@ -339,10 +356,14 @@ EXPORT CUfileError_t cuFileDriverClose(void)
 	return cuFileDriverClose_v2();
 }
 
+/* The cuFileDriverOpen calls not yet closed: an implicit open (the
+ * driver opened by a first call) is not counted, as NVIDIA's libcufile
+ * 1.15.1 answers on the H200, 2026-12-01 (0 after cuFileDriverGetProperties
+ * before any open). */
 EXPORT long cuFileUseCount(void)
 {
 	pthread_mutex_lock(&cfd_lock);
-	long n = atomic_load(&cfd_is_open) ? (users ? users : 1) : 0;
+	long n = atomic_load(&cfd_is_open) ? users : 0;
 	pthread_mutex_unlock(&cfd_lock);
 	return n;
 }
@@ -407,6 +428,16 @@ EXPORT CUfileError_t cuFileBufRegister(const void *bufPtr_base, size_t length, i
 	if (e.err)
 		return e;
 	opends_error_t oe = opends_buf_register(bufPtr_base, length, 0);
+	if (!oe.err)
+		pset_del(&inner, (void *)bufPtr_base); /* an inner one whose buffer went */
+	if (!oe.err && !pset_add(&bases, (void *)bufPtr_base)) {
+		(void)opends_buf_deregister(bufPtr_base);
+		oe.err = OPENDS_NOMEM_ERROR;
+	} else if (oe.err == OPENDS_MEMORY_ALREADY_REGISTERED && !pset_has(&bases, (void *)bufPtr_base) &&
+		   !pset_has(&inner, (void *)bufPtr_base)) {
+		/* inside (or across) a registered buffer: see "inner" */
+		oe.err = pset_add(&inner, (void *)bufPtr_base) ? OPENDS_SUCCESS : OPENDS_NOMEM_ERROR;
+	}
 	if (cfd_stats_on())
 		cfd_stats_op(CFD_ST_BUF_REG, !oe.err);
 	return cfd_from_ods(oe);
@@ -417,7 +448,14 @@ EXPORT CUfileError_t cuFileBufDeregister(const void *bufPtr_base)
 	CFD_ENTER(e);
 	if (e.err)
 		return e;
-	opends_error_t oe = opends_buf_deregister(bufPtr_base);
+	opends_error_t oe = { OPENDS_SUCCESS, 0 };
+	if (pset_has(&inner, (void *)bufPtr_base)) {
+		pset_del(&inner, (void *)bufPtr_base);
+	} else {
+		oe = opends_buf_deregister(bufPtr_base);
+		if (!oe.err)
+			pset_del(&bases, (void *)bufPtr_base);
+	}
 	if (cfd_stats_on())
 		cfd_stats_op(CFD_ST_BUF_DEREG, !oe.err);
 	return cfd_from_ods(oe);

@@ -19,6 +19,16 @@
 #define SZ (4u << 20)
 #define SRC_SZ (SZ + 1234u) /* not a multiple of 4 KiB: a short read at the end */
 
+/* Register fd and print the answer; one that registers is deregistered. */
+static void reg_bad(const char *name, int fd)
+{
+	CUfileHandle_t fh;
+	CUfileError_t e = reg_fd(fd, &fh);
+	ans(name, e);
+	if (!e.err)
+		cuFileHandleDeregister(fh);
+}
+
 int main(int argc, char **argv)
 {
 	const char *dir = prog_args(argc, argv);
@@ -173,29 +183,40 @@ int main(int argc, char **argv)
 	expect_bytes(rbuf, 0, oracle + 1, 4096, "read after registering again");
 	cuFileHandleDeregister(again);
 
-	/* 6. descriptors that are not regular files, and bad ones */
-	CUfileHandle_t bad;
-	ans("handle_register_fd_minus_1", reg_fd(-1, &bad));
+	/* 6. descriptors that are not regular files, and bad ones; one that
+	 * registers is deregistered at once (NVIDIA's cuFile knows handles by
+	 * fd number: a leaked one makes the next fd of that number "already
+	 * registered") */
+	reg_bad("handle_register_fd_minus_1", -1);
 	int closed = open(src, O_RDONLY);
 	close(closed);
-	ans("handle_register_closed_fd", reg_fd(closed, &bad));
+	reg_bad("handle_register_closed_fd", closed);
 	int dirfd = open(dir, O_RDONLY | O_DIRECTORY);
-	ans("handle_register_directory", reg_fd(dirfd, &bad));
+	reg_bad("handle_register_directory", dirfd);
 	close(dirfd);
 	int pfd[2];
 	if (pipe(pfd))
 		FAIL("pipe");
-	ans("handle_register_pipe", reg_fd(pfd[0], &bad));
+	reg_bad("handle_register_pipe", pfd[0]);
 	close(pfd[0]);
 	close(pfd[1]);
 	int appfd = open(src, O_WRONLY | O_APPEND);
-	ans("handle_register_o_append", reg_fd(appfd, &bad));
+	reg_bad("handle_register_o_append", appfd);
 	close(appfd);
 	int pathfd = open(src, O_PATH);
-	ans("handle_register_o_path", reg_fd(pathfd, &bad));
+	/* NVIDIA's cuFile registers an O_PATH fd; the drop-in refuses it
+	 * there. Where it registers, I/O through it must fail */
+	CUfileHandle_t pfh;
+	CUfileError_t pe = reg_fd(pathfd, &pfh);
+	ans("handle_register_o_path", pe);
+	if (!pe.err) {
+		errno = 0;
+		ans_io("read_o_path", cuFileRead(pfh, rbuf, 4096, 0, 0));
+		cuFileHandleDeregister(pfh);
+	}
 	close(pathfd);
 	int nullfd = open("/dev/null", O_RDWR);
-	ans("handle_register_dev_null", reg_fd(nullfd, &bad));
+	reg_bad("handle_register_dev_null", nullfd);
 	close(nullfd);
 
 	/* 7. buffer misuse */
