@@ -123,13 +123,16 @@ int main(int argc, char **argv)
 	ans("write_async_unregistered_stream", cuFileWriteAsync(wfh, buf, &wsz, &wfo, &wbo, &wgot, s2));
 	ans("read_async_unregistered_stream", cuFileReadAsync(wfh, buf2, &rsz, &rfo, &rbo, &rgot, s2));
 	sync_stream(s2);
-	if (wgot != (ssize_t)wsz || rgot != (ssize_t)rsz)
-		FAIL("write then read on one stream: %zd and %zd bytes", wgot, rgot);
+	/* answers, not assumptions: NVIDIA's libcufile 1.15.1 read -5 bytes
+	 * here (compare-final, 2026-12-01); what did complete is checked */
+	printf("= write_async_unregistered_stream_bytes %zd\n", wgot);
+	printf("= read_async_unregistered_stream_bytes %zd\n", rgot);
 	uint8_t *h = malloc(wsz);
 	m_get(h, buf, wsz); /* what the write took */
-	expect_bytes(buf2, 7, h, rsz, "the read after the write on one stream");
+	if (rgot == (ssize_t)rsz && wgot == (ssize_t)wsz)
+		expect_bytes(buf2, 7, h, rsz, "the read after the write on one stream");
 	uint8_t *f = malloc(wsz);
-	if (pread(wfd, f, wsz, 4096) != (ssize_t)wsz || memcmp(f, h, wsz))
+	if (wgot == (ssize_t)wsz && (pread(wfd, f, wsz, 4096) != (ssize_t)wsz || memcmp(f, h, wsz)))
 		FAIL("the file does not hold what the stream write took");
 	free(f);
 

@@ -5,8 +5,9 @@
  * after round (KvikIO's BatchHandle), entries polled with min_nr 0 until
  * all are in, or waited for with min_nr and a timeout; reads and writes
  * mixed in one submit, two submits sharing one batch, cancel and destroy
- * with entries in flight. Every entry's bytes are checked against the
- * file, every cookie must come back exactly once. Answers to edge cases
+ * with entries in flight. Every completed entry's bytes are checked
+ * against the file (how many did not complete is an answer), every cookie
+ * must come back exactly once. Answers to edge cases
  * (entries past the end of the file, through a write-only handle, of size
  * 0; submits of 0 entries, with flags or a bad opcode; status with nothing
  * submitted) print as "= name value" lines.
@@ -42,15 +43,15 @@ static void entry(CUfileIOParams_t *p, CUfileHandle_t fh, CUfileOpcode_t op, uns
 	p->u.batch.size = size;
 }
 
-/* Collect n events: min_nr 0 polls (wait NULL) or min_nr n with a 5 s
- * timeout per call; fail after 60 s. Each cookie exactly once. */
-static void collect(CUfileBatchHandle_t b, CUfileIOEvents_t *ev, unsigned n, bool wait, const char *what)
+/* Collect up to n events within secs seconds: min_nr 0 polls (wait NULL)
+ * or min_nr n with a 5 s timeout per call. Each cookie exactly once.
+ * Returns how many came. */
+static unsigned collect_upto(CUfileBatchHandle_t b, CUfileIOEvents_t *ev, unsigned n, bool wait, const char *what,
+			     double secs)
 {
 	unsigned got = 0, calls = 0;
-	double end = now() + 60;
-	while (got < n) {
-		if (now() > end)
-			FAIL("%s: %u of %u events after 60 s", what, got, n);
+	double end = now() + secs;
+	while (got < n && now() <= end) {
 		unsigned nr = n - got;
 		struct timespec to = { 5, 0 };
 		CUfileError_t e = cuFileBatchIOGetStatus(b, wait ? nr : 0, &nr, ev + got, wait ? &to : NULL);
@@ -61,11 +62,20 @@ static void collect(CUfileBatchHandle_t b, CUfileIOEvents_t *ev, unsigned n, boo
 		got += nr;
 		calls++;
 	}
-	for (unsigned i = 0; i < n; i++)
-		for (unsigned j = i + 1; j < n; j++)
+	for (unsigned i = 0; i < got; i++)
+		for (unsigned j = i + 1; j < got; j++)
 			if (ev[i].cookie == ev[j].cookie)
 				FAIL("%s: cookie %p delivered twice", what, ev[i].cookie);
-	printf("# %s: %u events in %u calls\n", what, n, calls);
+	printf("# %s: %u events in %u calls\n", what, got, calls);
+	return got;
+}
+
+/* All n events, or fail after 60 s. */
+static void collect(CUfileBatchHandle_t b, CUfileIOEvents_t *ev, unsigned n, bool wait, const char *what)
+{
+	unsigned got = collect_upto(b, ev, n, wait, what, 60);
+	if (got < n)
+		FAIL("%s: %u of %u events after 60 s", what, got, n);
 }
 
 /* An answer that must be success for the flow to go on. */
@@ -76,20 +86,39 @@ static void ans_ok(const char *name, CUfileError_t e)
 		FAIL("%s: %d", name, (int)e.err);
 }
 
+/* Entries of the last check_read that did not complete with their size
+ * (NVIDIA's libcufile 1.15.1 fails some host-memory entries in compat
+ * mode: compare-final, 2026-12-01): their count is an answer line, the
+ * first one a comment; the bytes of the others are checked. */
+static bool failed[64];
+
 static void check_read(const CUfileIOEvents_t *ev, const CUfileIOParams_t *p, unsigned n, const char *what)
 {
+	unsigned nfail = 0;
+	memset(failed, 0, sizeof failed);
 	for (unsigned k = 0; k < n; k++) {
 		unsigned i = (unsigned)(uintptr_t)ev[k].cookie - 1;
 		if (i >= n)
 			FAIL("%s: cookie %p was never submitted", what, ev[k].cookie);
 		const CUfileIOParams_t *q = &p[i];
-		if (ev[k].status != CUFILE_COMPLETE || ev[k].ret != q->u.batch.size)
-			FAIL("%s: entry %u status %d ret %zd, expected %d and %zu", what, i, (int)ev[k].status,
-			     (ssize_t)ev[k].ret, (int)CUFILE_COMPLETE, q->u.batch.size);
+		if (ev[k].status != CUFILE_COMPLETE || ev[k].ret != q->u.batch.size) {
+			if (!nfail)
+				printf("# %s: entry %u status %d ret %zd, expected %d and %zu\n", what, i,
+				       (int)ev[k].status, (ssize_t)ev[k].ret, (int)CUFILE_COMPLETE, q->u.batch.size);
+			nfail++;
+			failed[i] = true;
+			continue;
+		}
 		if (q->opcode == CUFILE_READ)
 			expect_bytes(buf, (size_t)q->u.batch.devPtr_offset, oracle + q->u.batch.file_offset,
 				     q->u.batch.size, what);
 	}
+	char name[64];
+	snprintf(name, sizeof name, "%s", what);
+	for (char *c = name; *c; c++)
+		if (*c == ' ')
+			*c = '_';
+	printf("= %s_entries_failed %u\n", name, nfail);
 }
 
 /* One entry alone: the submit's answer, then its event's status and ret. */
@@ -104,7 +133,10 @@ static void one(CUfileBatchHandle_t b, const char *name, CUfileHandle_t fh, CUfi
 		return;
 	}
 	CUfileIOEvents_t ev;
-	collect(b, &ev, 1, true, name);
+	if (!collect_upto(b, &ev, 1, true, name, 10)) {
+		printf("= %s no event in 10 s\n", name);
+		return;
+	}
 	printf("= %s status %d ret %lld\n", name, (int)ev.status, (long long)(ssize_t)ev.ret);
 }
 
@@ -143,6 +175,8 @@ int main(int argc, char **argv)
 	ans_ok("submit_reads", cuFileBatchIOSubmit(b, N, p, 0));
 	collect(b, ev, N, false, "round 1 (polled)");
 	check_read(ev, p, N, "round 1");
+	bool failed1[64];
+	memcpy(failed1, failed, sizeof failed);
 
 	/* round 2, the same batch: half writes (from what round 1 read) and
 	 * half reads in one submit, waited for with min_nr and a timeout */
@@ -156,6 +190,8 @@ int main(int argc, char **argv)
 	check_read(ev, p, N, "round 2");
 	uint8_t *h = malloc(ESZ);
 	for (unsigned i = 1; i < N; i += 2) {
+		if (failed1[i] || failed[i]) /* nothing read to write, or not written */
+			continue;
 		size_t n = p[i].u.batch.size;
 		if (pread(wfd, h, n, (off_t)i * ESZ) != (ssize_t)n || memcmp(h, oracle + (size_t)i * 50021, n))
 			FAIL("round 2: batch write %u: the file differs", i);
