@@ -427,14 +427,17 @@ EXPORT CUfileError_t cuFileBufRegister(const void *bufPtr_base, size_t length, i
 	CFD_ENTER(e);
 	if (e.err)
 		return e;
-	opends_error_t oe = opends_buf_register(bufPtr_base, length, 0);
-	if (!oe.err)
-		pset_del(&inner, (void *)bufPtr_base); /* an inner one whose buffer went */
-	if (!oe.err && !pset_add(&bases, (void *)bufPtr_base)) {
-		(void)opends_buf_deregister(bufPtr_base);
-		oe.err = OPENDS_NOMEM_ERROR;
-	} else if (oe.err == OPENDS_MEMORY_ALREADY_REGISTERED && !pset_has(&bases, (void *)bufPtr_base) &&
-		   !pset_has(&inner, (void *)bufPtr_base)) {
+	/* an inner registration stands until deregistered, whether or not
+	 * its enclosing buffer still does */
+	opends_error_t oe = { OPENDS_MEMORY_ALREADY_REGISTERED, 0 };
+	if (pset_has(&inner, (void *)bufPtr_base)) {
+		/* registered twice: oe says so */
+	} else if ((oe = opends_buf_register(bufPtr_base, length, 0)).err == OPENDS_SUCCESS) {
+		if (!pset_add(&bases, (void *)bufPtr_base)) {
+			(void)opends_buf_deregister(bufPtr_base);
+			oe.err = OPENDS_NOMEM_ERROR;
+		}
+	} else if (oe.err == OPENDS_MEMORY_ALREADY_REGISTERED && !pset_has(&bases, (void *)bufPtr_base)) {
 		/* inside (or across) a registered buffer: see "inner" */
 		oe.err = pset_add(&inner, (void *)bufPtr_base) ? OPENDS_SUCCESS : OPENDS_NOMEM_ERROR;
 	}

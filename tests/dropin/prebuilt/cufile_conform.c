@@ -5,11 +5,13 @@
  * memory). It checks what the doc promises for the calls programs use most:
  *   - cuFileDriverOpen / Close count uses; the last close closes OpenDS;
  *     closing more than opened is DRIVER_NOT_INITIALIZED; cuFileUseCount;
- *   - the first call that needs the driver opens it (use count 1);
+ *   - the first call that needs the driver opens it (use count 0: only
+ *     cuFileDriverOpen counts, as NVIDIA's);
  *   - an OpenDS the program opened itself is shared and never closed;
  *   - cuFileDriverGetProperties' max_direct_io_size is KiB (the chunk), and
  *     cuFileDriverSetMaxDirectIOSize sets it for the next open;
- *   - cuFileBufRegister's flags (RDMA hints accepted, others refused);
+ *   - cuFileBufRegister's flags (RDMA hints accepted, others refused), and
+ *     registrations inside a registered buffer (accepted, as NVIDIA's);
  *   - cuFileRead / Write byte-exact at any offsets; a read through a
  *     write-only fd is -1 with errno 5019; a read through a handle that
  *     was deregistered is -5027;
@@ -142,6 +144,29 @@ int main(int argc, char **argv)
 	ERR(cuFileBufDeregister(buf), CU_FILE_SUCCESS);
 	ERR(cuFileBufRegister(buf, 65536, 4), CU_FILE_INVALID_VALUE);
 	ERR(cuFileBufDeregister(buf), CU_FILE_MEMORY_NOT_REGISTERED);
+	/* inside or across a registered buffer: registered and deregistered
+	 * with 0, as NVIDIA answers; each such registration stands until it is
+	 * deregistered (twice: ALREADY_REGISTERED), even after its buffer's */
+	ERR(cuFileBufRegister(buf, 65536, 0), CU_FILE_SUCCESS);
+	ERR(cuFileBufRegister(buf + 4096, 4096, 0), CU_FILE_SUCCESS);
+	ERR(cuFileBufRegister(buf + 4096, 4096, 0), CU_FILE_MEMORY_ALREADY_REGISTERED);
+	ERR(cuFileBufRegister(buf + 60000, 65536, 0), CU_FILE_SUCCESS);
+	ERR(cuFileBufDeregister(buf + 4096), CU_FILE_SUCCESS);
+	ERR(cuFileBufDeregister(buf + 4096), CU_FILE_MEMORY_NOT_REGISTERED);
+	ERR(cuFileBufDeregister(buf), CU_FILE_SUCCESS);
+	ERR(cuFileBufRegister(buf + 60000, 65536, 0), CU_FILE_MEMORY_ALREADY_REGISTERED);
+	ERR(cuFileBufDeregister(buf + 60000), CU_FILE_SUCCESS);
+	ERR(cuFileBufDeregister(buf + 60000), CU_FILE_MEMORY_NOT_REGISTERED);
+	ERR(cuFileBufRegister(buf + 60000, 65536, 0), CU_FILE_SUCCESS); /* a buffer of its own now */
+	ERR(cuFileBufDeregister(buf + 60000), CU_FILE_SUCCESS);
+	/* an inner registration is forgotten with the driver's last close */
+	ERR(cuFileBufRegister(buf, 65536, 0), CU_FILE_SUCCESS);
+	ERR(cuFileBufRegister(buf + 4096, 4096, 0), CU_FILE_SUCCESS);
+	ERR(cuFileDriverClose(), CU_FILE_SUCCESS);
+	ERR(cuFileDriverOpen(), CU_FILE_SUCCESS);
+	ERR(cuFileBufDeregister(buf + 4096), CU_FILE_MEMORY_NOT_REGISTERED);
+	ERR(cuFileBufRegister(buf + 4096, 4096, 0), CU_FILE_SUCCESS);
+	ERR(cuFileBufDeregister(buf + 4096), CU_FILE_SUCCESS);
 	ERR(cuFileDriverClose(), CU_FILE_SUCCESS);
 
 	/* cuFileDriverSetMaxDirectIOSize (KiB) is OPENDS_CHUNK_SIZE at the next
