@@ -142,10 +142,13 @@ static void wait_idle(struct ods_batch *b)
 {
 	pthread_mutex_lock(&b->lock);
 	for (;;) {
+		/* the sequence BEFORE collecting: an entry pushed after this load
+		 * (and collected by another thread before we sleep) changes it,
+		 * so the wait below returns at once instead of missing it */
+		unsigned seq = atomic_load(&b->done_seq);
 		collect(b);
 		if (!b->inflight)
 			break;
-		unsigned seq = atomic_load(&b->done_seq);
 		pthread_mutex_unlock(&b->lock);
 		if (!atomic_load(&b->done_top))
 			await_finish(b, seq, NULL, 0);
@@ -408,11 +411,11 @@ OPENDS_API opends_error_t opends_batch_get_status(opends_batch_t batch, unsigned
 	 * poll (zero timeout) collects what finished and returns. */
 	bool poll = timeout && !timeout->tv_sec && !timeout->tv_nsec;
 	for (;;) {
+		unsigned seq = atomic_load(&b->done_seq); /* before collecting: see wait_idle */
 		collect(b);
 		unsigned reachable = b->ready + b->inflight;
 		if (poll || b->ready >= (want < reachable ? want : reachable))
 			break;
-		unsigned seq = atomic_load(&b->done_seq);
 		pthread_mutex_unlock(&b->lock);
 		bool in_time = true;
 		if (!atomic_load(&b->done_top))
