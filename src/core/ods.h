@@ -511,8 +511,11 @@ int ods_copy_checked(void *dst, const void *src, size_t n);
  * application's handler on one of the application's threads, never inside
  * the library's. The synchronous ones (SIGSEGV, SIGBUS, SIGFPE, SIGILL,
  * SIGTRAP, SIGSYS) stay open: blocked, a fault would kill the process
- * without its handler. Returns pthread_create's value. */
+ * without its handler. Returns pthread_create's value (ENOMEM without
+ * memory). Such a thread has ods_tl_library_thread set: code that may be
+ * called from one and must not wait for the caller's streams asks it. */
 int ods_thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
+extern _Thread_local bool ods_tl_library_thread;
 
 /* Objects allocated on one thread and freed on others (a future's request:
  * the caller allocates, a worker frees), recycled instead of malloc/free:

@@ -152,16 +152,37 @@ void ods_recycle_put(struct ods_recycle *r, void *p)
 						      memory_order_relaxed));
 }
 
+_Thread_local bool ods_tl_library_thread;
+
+struct thread_start {
+	void *(*fn)(void *);
+	void *arg;
+};
+
+static void *thread_trampoline(void *p)
+{
+	struct thread_start ts = *(struct thread_start *)p;
+	free(p);
+	ods_tl_library_thread = true;
+	return ts.fn(ts.arg);
+}
+
 int ods_thread_start(pthread_t *t, void *(*fn)(void *), void *arg)
 {
 	static const int sync_signals[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS };
+	struct thread_start *ts = malloc(sizeof(*ts));
+	if (!ts)
+		return ENOMEM;
+	*ts = (struct thread_start){ fn, arg };
 	sigset_t all, old;
 	sigfillset(&all);
 	for (size_t i = 0; i < sizeof(sync_signals) / sizeof(sync_signals[0]); i++)
 		sigdelset(&all, sync_signals[i]);
 	/* the new thread inherits the creator's mask: block, create, restore */
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int rc = pthread_create(t, NULL, fn, arg);
+	int rc = pthread_create(t, NULL, thread_trampoline, ts);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc)
+		free(ts);
 	return rc;
 }

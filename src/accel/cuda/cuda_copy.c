@@ -153,7 +153,9 @@ int ods_cu_copy_to_host_begin(unsigned dev, void *dst, const void *src, size_t n
  *   legacy  cuMemcpyHtoD on the legacy default stream (waits for the
  *           context's blocking streams too).
  * Only copies of at most OPENDS_CUDA_SYNC_COPY_MAX bytes (default 1 MiB,
- * the inline limit), and never on a library worker (ods_cu_tl_worker): a stream
+ * the inline limit), and never on a library thread (ods_tl_library_thread:
+ * every thread ods_thread_start made, the pool's and the stream dispatcher's
+ * too; ods_cu_tl_worker: threads cuda_thread_attach set up): a stream
  * operation of ours may hold the caller's legacy stream waiting for a
  * worker's copy, and a worker's copy queued behind that wait would never
  * run. A caller's thread only waits for its own earlier default-stream
@@ -193,7 +195,7 @@ static int copy_plain(struct place *p, void *dst, const void *src, size_t n)
 int ods_cu_copy_to_device_on(unsigned dev, void *dst, const void *src, size_t n)
 {
 	struct place *p;
-	if (sc_way != SC_STREAM && n <= sc_max && !ods_cu_tl_worker && (p = ods_cu_place(dev)))
+	if (sc_way != SC_STREAM && n <= sc_max && !ods_cu_tl_worker && !ods_tl_library_thread && (p = ods_cu_place(dev)))
 		return copy_plain(p, dst, src, n);
 	struct ods_copy_op op;
 	int rc = ods_cu_copy_to_device_begin(dev, dst, src, n, &op);
