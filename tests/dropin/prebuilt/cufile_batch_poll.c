@@ -262,9 +262,12 @@ int main(int argc, char **argv)
 	nr = N;
 	e = cuFileBatchIOGetStatus(b, 0, &nr, ev, &shortwait);
 	printf("= status_after_cancel %d nr %u\n", (int)e.err, nr);
-	for (unsigned i = 0; i < nr; i++)
-		if (ev[i].status != CUFILE_COMPLETE && ev[i].status != CUFILE_CANCELED)
-			FAIL("after cancel: status %d", (int)ev[i].status);
+	/* neither COMPLETE nor CANCELED: an answer (NVIDIA's libcufile
+	 * 1.15.1 fails some host-memory entries) */
+	unsigned other = 0;
+	for (unsigned i = 0; i < nr && i < N; i++)
+		other += ev[i].status != CUFILE_COMPLETE && ev[i].status != CUFILE_CANCELED;
+	printf("= after_cancel_other_status %u\n", other);
 	cuFileBatchIODestroy(b);
 
 	/* destroy with entries in flight, then a new batch works */
