@@ -200,11 +200,20 @@ int cfd_json_read(const char *file, cfd_json_fn fn, void *arg)
 	FILE *f = fopen(file, "re");
 	if (!f)
 		return -1;
-	char *text = malloc(1 << 20);
-	size_t n = text ? fread(text, 1, 1 << 20, f) : 0;
+	/* one byte more than the cap: a file that fills it is refused whole
+	 * (not cut), and the text ends in a NUL, so strtod in number() stops
+	 * at the end of the data even when a number is the last token */
+	enum { CAP = 1 << 20 };
+	char *text = malloc(CAP + 1);
+	size_t n = text ? fread(text, 1, CAP + 1, f) : 0;
 	fclose(f);
 	if (!text)
 		return -1;
+	if (n > CAP) {
+		free(text);
+		return -1;
+	}
+	text[n] = 0;
 	struct jp p = { text, text + n, fn, arg, 0 };
 	char path[256] = "";
 	bool ok = value(&p, path, sizeof path);
