@@ -504,9 +504,10 @@ void *ods_aligned_alloc(size_t size); /* ODS_ALIGN-aligned, or NULL */
  * 0 or -EFAULT. */
 int ods_copy_checked(void *dst, const void *src, size_t n);
 
-/* Every thread the library starts (engine workers, the stream dispatcher,
- * the pool, hostdev's simulated streams, the header indexer's parts)
- * starts through this: the new thread blocks the asynchronous signals, so
+/* Every thread the library keeps (engine workers, the stream dispatcher,
+ * the pool, hostdev's simulated streams) starts through this (the header
+ * indexer's parse threads, joined within the call and built into the
+ * fuzzer alone, do not): the new thread blocks the asynchronous signals, so
  * a signal sent to the process (SIGINT, SIGTERM, a timer's) runs the
  * application's handler on one of the application's threads, never inside
  * the library's. The synchronous ones (SIGSEGV, SIGBUS, SIGFPE, SIGILL,

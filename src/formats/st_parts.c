@@ -158,7 +158,7 @@ int st_header_parts(struct state *st, int parts)
 			ok = 0;
 	}
 	for (k = 1; k < parts && ok; k++)
-		c[k].threaded = ods_thread_start(&c[k].tid, part_run, &c[k]) == 0;
+		c[k].threaded = pthread_create(&c[k].tid, NULL, part_run, &c[k]) == 0;
 	if (ok) {
 		part_run(&c[0]);
 		for (k = 1; k < parts; k++)
