@@ -153,6 +153,15 @@ static inline bool t_case_in_child(const char *name, void (*fn)(void))
 
 #define OK(call) EXPECT_ERR(call, OPENDS_SUCCESS)
 
+/* calls of fh that read-ahead served so far (opends_describe's "read ahead: N") */
+static inline unsigned long t_ra_served(opends_handle_t fh)
+{
+	char d[1024];
+	OK(opends_describe(fh, d, sizeof(d)));
+	const char *p = strstr(d, "read ahead: ");
+	return p ? strtoul(p + 12, NULL, 10) : 0;
+}
+
 /* call returns ssize_t; must equal want exactly. With detail: a negative
  * result must leave a detail sentence (synchronous calls only). */
 #define EXPECT_SSZ_(call, want, detail)                                                       \

@@ -39,14 +39,6 @@
 static char path[PATH_MAX];
 static bool applies; /* read-ahead is expected to serve calls here */
 
-static unsigned long served(opends_handle_t fh)
-{
-	char d[1024];
-	OK(opends_describe(fh, d, sizeof(d)));
-	const char *p = strstr(d, "read ahead: ");
-	return p ? strtoul(p + 12, NULL, 10) : 0;
-}
-
 /* the file's times must be old enough for read-ahead to start (100 ms) */
 static void settle(void)
 {
@@ -100,7 +92,7 @@ static void sequential(uint8_t *mem)
 		opends_handle_t fh = t_register(fd);
 		for (unsigned k = 0; k <= NCALL; k++)
 			read_call(fh, mem, k, hashpat, direct ? "sequential, O_DIRECT" : "sequential, buffered");
-		unsigned long n = served(fh);
+		unsigned long n = t_ra_served(fh);
 		if (applies)
 			CHECKF(n >= NCALL - 3, "sequential: %lu of %u calls served from read-ahead", n, NCALL + 1);
 		else
@@ -128,7 +120,7 @@ static void own_write(uint8_t *mem, bool async)
 	int wfd = t_open(path, O_RDWR, false);
 	opends_handle_t fh = t_register(fd), wh = t_register(wfd);
 	lead_in(fh, mem, hashpat, what);
-	unsigned long before = served(fh);
+	unsigned long before = t_ra_served(fh);
 	if (applies)
 		CHECKF(before >= 1, "%s: no call served from read-ahead in the lead-in", what);
 	/* call 3's range, and call 4's, get new bytes */
@@ -222,13 +214,13 @@ static void switches(uint8_t *mem)
 	OK(opends_handle_advise(fh, OPENDS_ADVICE_RANDOM));
 	for (unsigned k = 0; k < 8; k++)
 		read_call(fh, mem, k, hashpat, "OPENDS_ADVICE_RANDOM");
-	CHECKF(served(fh) == 0, "OPENDS_ADVICE_RANDOM: %lu calls served from read-ahead", served(fh));
+	CHECKF(t_ra_served(fh) == 0, "OPENDS_ADVICE_RANDOM: %lu calls served from read-ahead", t_ra_served(fh));
 	/* sequential from the first call: call 1 is already served */
 	OK(opends_handle_advise(fh, OPENDS_ADVICE_SEQUENTIAL));
 	read_call(fh, mem, 10, hashpat, "OPENDS_ADVICE_SEQUENTIAL");
 	usleep(20 * 1000);
 	read_call(fh, mem, 11, hashpat, "OPENDS_ADVICE_SEQUENTIAL");
-	unsigned long n = served(fh);
+	unsigned long n = t_ra_served(fh);
 	CHECKF(applies ? n == 1 : n == 0, "OPENDS_ADVICE_SEQUENTIAL: %lu calls served after two", n);
 	OK(opends_handle_advise(fh, OPENDS_ADVICE_NORMAL));
 	/* deregistered with a read-ahead in flight (or done and unused) */
@@ -245,7 +237,7 @@ static void switches(uint8_t *mem)
 	fh = t_register(fd);
 	for (unsigned k = 0; k < 8; k++)
 		read_call(fh, mem, k, hashpat, "OPENDS_READAHEAD=0");
-	CHECKF(served(fh) == 0, "OPENDS_READAHEAD=0: %lu calls served from read-ahead", served(fh));
+	CHECKF(t_ra_served(fh) == 0, "OPENDS_READAHEAD=0: %lu calls served from read-ahead", t_ra_served(fh));
 	OK(opends_handle_deregister(fh));
 	close(fd);
 	OK(opends_driver_close());
@@ -280,7 +272,7 @@ static void two_threads(void)
 		CHECK(pthread_create(&t[i], NULL, half_reader, &h[i]) == 0);
 	for (int i = 0; i < 2; i++)
 		pthread_join(t[i], NULL);
-	printf("two threads: %d calls byte-exact, %lu from read-ahead\n", 6 * (NCALL / 2), served(fh));
+	printf("two threads: %d calls byte-exact, %lu from read-ahead\n", 6 * (NCALL / 2), t_ra_served(fh));
 	OK(opends_handle_deregister(fh));
 	close(fd);
 	OK(opends_driver_close());
@@ -323,7 +315,7 @@ static void taking_turns(void)
 		CHECK(pthread_create(&t[i], NULL, turn_reader, &h[i]) == 0);
 	for (int i = 0; i < 2; i++)
 		pthread_join(t[i], NULL);
-	unsigned long n = served(fh);
+	unsigned long n = t_ra_served(fh);
 	CHECKF(n == 0, "taking turns: %lu calls served from read-ahead; two threads' calls are no stream", n);
 	printf("taking turns: %d calls byte-exact, none from read-ahead\n", NCALL);
 	OK(opends_handle_deregister(fh));
@@ -360,7 +352,7 @@ static void budget(void)
 		fh[i] = t_register(fd[i]);
 		for (unsigned k = 0; k < 6; k++)
 			read_call(fh[i], mem, k, hashpat, "budget");
-		n[i] = served(fh[i]);
+		n[i] = t_ra_served(fh[i]);
 	}
 	CHECKF(n[0] > 0 && n[1] > 0 && n[2] > 0 && n[3] == 0,
 	       "budget: calls served from read-ahead per handle %lu %lu %lu %lu, want the first three > 0 and the fourth 0",
@@ -397,7 +389,7 @@ static void other_device(void)
 		bool on1 = k >= NCALL / 3 && k < 2 * NCALL / 3;
 		read_call(fh, on1 ? d1 : d0, k, hashpat, on1 ? "other device: device 1" : "other device: device 0");
 	}
-	unsigned long n = served(fh);
+	unsigned long n = t_ra_served(fh);
 	if (applies)
 		CHECKF(n >= NCALL - 7, "other device: %lu of %u calls served from read-ahead", n, NCALL);
 	else

@@ -24,14 +24,6 @@ size_t ods_pinned_left(void);
 static char path[PATH_MAX];
 static uint8_t *oracle;
 
-static unsigned long served(opends_handle_t fh)
-{
-	char d[1024];
-	OK(opends_describe(fh, d, sizeof(d)));
-	const char *p = strstr(d, "read ahead: ");
-	return p ? strtoul(p + 12, NULL, 10) : 0;
-}
-
 static void open_driver(void)
 {
 	static const opends_setting_t set[] = { { "OPENDS_MAX_PINNED", "200m" },
@@ -52,7 +44,7 @@ static unsigned long reader(size_t S, unsigned ncall, size_t *during)
 		EXPECT_SSZ(opends_sync_read(fh, mem, S, (off_t)(k * S), 0), (ssize_t)S);
 		VERIFY(mem, oracle + k * S, S, "call %u of %zu bytes", k, S);
 	}
-	unsigned long n = served(fh);
+	unsigned long n = t_ra_served(fh);
 	*during = ods_pinned_left();
 	OK(opends_handle_deregister(fh));
 	close(fd);
