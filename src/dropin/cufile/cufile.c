@@ -68,19 +68,12 @@ static long users;     /* cuFileDriverOpen calls not yet closed */
  * called cuFileDriverOpen since: see "fork" below. */
 static atomic_bool forked;
 
-/* ---- small sets of pointers ---------------------------------------------- */
+/* ---- what OpenDS does not keep ------------------------------------------ */
 
-/* Handles opened write-only and batches cancelled: what cuFile answers
- * differently from OpenDS's contract. The count is read without the lock,
- * so the common case (an empty set) costs one load. */
-struct pset {
-	pthread_mutex_t m;
-	void **v;
-	size_t n, cap;
-	atomic_size_t count;
-};
-static struct pset wronly = { PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0 };
-static struct pset cancelled = { PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0 };
+/* Handles opened write-only and read-only: NVIDIA checks the access mode
+ * when a stream or batch operation is enqueued (async.c), OpenDS when it
+ * runs. */
+struct pset cfd_wronly = PSET_INIT, cfd_rdonly = PSET_INIT;
 /* Buffers registered through the drop-in (bases), and registrations of a
  * pointer inside one of them (inner): NVIDIA's libcufile 1.15.1 accepts
  * those and deregisters them (0 and 0, as it answers on the H200,
@@ -88,65 +81,9 @@ static struct pset cancelled = { PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0 };
  * MEMORY_ALREADY_REGISTERED in both. An inner registration pins nothing
  * more: I/O into it is I/O into the enclosing buffer (or, once that is
  * deregistered, into an unregistered one). */
-static struct pset bases = { PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0 };
-static struct pset inner = { PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0 };
-
-static bool pset_add(struct pset *s, void *p)
-{
-	bool ok = true;
-	pthread_mutex_lock(&s->m);
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? 2 * s->cap : 16;
-		void **v = realloc(s->v, cap * sizeof(*v));
-		if (v) {
-			s->v = v;
-			s->cap = cap;
-		} else {
-			ok = false;
-		}
-	}
-	if (ok) {
-		s->v[s->n++] = p;
-		atomic_store(&s->count, s->n);
-	}
-	pthread_mutex_unlock(&s->m);
-	return ok;
-}
-
-static void pset_del(struct pset *s, void *p)
-{
-	if (!atomic_load_explicit(&s->count, memory_order_relaxed))
-		return;
-	pthread_mutex_lock(&s->m);
-	for (size_t i = 0; i < s->n; i++) {
-		if (s->v[i] == p) {
-			s->v[i] = s->v[--s->n];
-			break;
-		}
-	}
-	atomic_store(&s->count, s->n);
-	pthread_mutex_unlock(&s->m);
-}
-
-static bool pset_has(struct pset *s, void *p)
-{
-	if (!atomic_load_explicit(&s->count, memory_order_relaxed))
-		return false;
-	bool found = false;
-	pthread_mutex_lock(&s->m);
-	for (size_t i = 0; i < s->n && !found; i++)
-		found = s->v[i] == p;
-	pthread_mutex_unlock(&s->m);
-	return found;
-}
-
-static void pset_clear(struct pset *s)
-{
-	pthread_mutex_lock(&s->m);
-	s->n = 0;
-	atomic_store(&s->count, 0);
-	pthread_mutex_unlock(&s->m);
-}
+static struct pset bases = PSET_INIT, inner = PSET_INIT;
+/* Handles of O_PATH fds (see cuFileHandleRegister). */
+static struct pset paths = PSET_INIT;
 
 /* ---- fork ---------------------------------------------------------------- */
 
@@ -161,21 +98,21 @@ static void pset_clear(struct pset *s)
  * The drop-in's locks are taken around the fork, so the child's copy of
  * its state is whole and no lock is held by a thread that is not there;
  * nothing is freed in the child (the sets keep their memory). */
+static struct pset *const all_sets[] = { &cfd_wronly, &cfd_rdonly, &cfd_cancelled, &cfd_streams,
+					  &bases,      &inner,      &paths };
+#define N_SETS (sizeof(all_sets) / sizeof(*all_sets))
+
 static void fork_prepare(void)
 {
 	pthread_mutex_lock(&cfd_lock);
-	pthread_mutex_lock(&wronly.m);
-	pthread_mutex_lock(&cancelled.m);
-	pthread_mutex_lock(&bases.m);
-	pthread_mutex_lock(&inner.m);
+	for (size_t i = 0; i < N_SETS; i++)
+		pthread_mutex_lock(&all_sets[i]->m);
 }
 
 static void fork_parent(void)
 {
-	pthread_mutex_unlock(&inner.m);
-	pthread_mutex_unlock(&bases.m);
-	pthread_mutex_unlock(&cancelled.m);
-	pthread_mutex_unlock(&wronly.m);
+	for (size_t i = N_SETS; i-- > 0;)
+		pthread_mutex_unlock(&all_sets[i]->m);
 	pthread_mutex_unlock(&cfd_lock);
 }
 
@@ -186,11 +123,8 @@ static void fork_child(void)
 		atomic_store(&cfd_is_open, false);
 		users = 0;
 		we_opened = false;
-		wronly.n = cancelled.n = bases.n = inner.n = 0;
-		atomic_store(&wronly.count, 0);
-		atomic_store(&cancelled.count, 0);
-		atomic_store(&bases.count, 0);
-		atomic_store(&inner.count, 0);
+		for (size_t i = 0; i < N_SETS; i++)
+			pset_clear_locked(all_sets[i]);
 	}
 	/* the calls inside were the parent's threads'; the gate is closed */
 	ods_gate_forget();
@@ -339,10 +273,12 @@ EXPORT CUfileError_t cuFileDriverClose_v2(void)
 		if (we_opened)
 			e = opends_driver_close();
 		ods_gate_closed();
-		pset_clear(&wronly);
-		pset_clear(&cancelled);
+		pset_clear(&cfd_wronly);
+		pset_clear(&cfd_rdonly);
 		pset_clear(&bases);
 		pset_clear(&inner);
+		pset_clear(&paths);
+		cfd_async_forget();
 		we_opened = false;
 	}
 	pthread_mutex_unlock(&cfd_lock);
@@ -378,6 +314,54 @@ EXPORT CUfileError_t cuFileGetVersion(int *version)
 
 /* ---- handles and buffers ------------------------------------------------ */
 
+/* O_PATH fds: NVIDIA's libcufile 1.15.1 registers one (0) and fails its
+ * reads with -1 and errno EPERM (the H200, 2026-12-01), where OpenDS
+ * refuses it at the register (INVALID_FILE_OPEN_FLAG). A program that
+ * registers every fd it has and reads through some must go on working,
+ * and the read still fails as on NVIDIA's, so the drop-in gives such an
+ * fd a handle of its own that OpenDS never knows: its value has the fd in
+ * the high half and 0 in the low one, which no OpenDS handle has (OpenDS's
+ * tokens carry a slot number from 1 in their low half: src/core/slots.c),
+ * so OpenDS answers HANDLE_NOT_REGISTERED for it and the synchronous calls
+ * turn that into -1 / EPERM (path_io). Like NVIDIA, which knows handles by
+ * fd number, the same fd twice is HANDLE_ALREADY_REGISTERED. */
+static CUfileHandle_t path_handle(int fd)
+{
+	return (CUfileHandle_t)(uintptr_t)((uint64_t)(unsigned)(fd + 1) << 32);
+}
+
+bool cfd_is_path_handle(CUfileHandle_t fh)
+{
+	uint64_t t = (uint64_t)(uintptr_t)fh;
+	return t && !(uint32_t)t && pset_has(&paths, fh);
+}
+
+static CUfileError_t path_register(CUfileHandle_t *fh, int fd)
+{
+	CUfileHandle_t h = path_handle(fd);
+	CUfileError_t e = cfd_st(CU_FILE_SUCCESS, 0);
+	if (pset_has(&paths, h))
+		e = cfd_st(CU_FILE_HANDLE_ALREADY_REGISTERED, 0);
+	else if (!pset_add(&paths, h))
+		e = cfd_st(CU_FILE_NOMEM_ERROR, 0);
+	if (cfd_stats_on())
+		cfd_stats_op(CFD_ST_HDL_REG, !e.err);
+	if (!e.err)
+		*fh = h;
+	return e;
+}
+
+/* A synchronous read or write's result through an O_PATH fd's handle:
+ * NVIDIA's -1 with errno EPERM (only failures pay for the check). */
+static ssize_t path_io(CUfileHandle_t fh, ssize_t r)
+{
+	if (r == -(ssize_t)CU_FILE_HANDLE_NOT_REGISTERED && cfd_is_path_handle(fh)) {
+		errno = EPERM;
+		return -1;
+	}
+	return r;
+}
+
 EXPORT CUfileError_t cuFileHandleRegister(CUfileHandle_t *fh, CUfileDescr_t *descr)
 {
 	if (!fh || !descr)
@@ -391,16 +375,23 @@ EXPORT CUfileError_t cuFileHandleRegister(CUfileHandle_t *fh, CUfileDescr_t *des
 	CFD_ENTER(e);
 	if (e.err)
 		return e;
+	int fd = descr->handle.fd;
+	int fl = fd >= 0 ? fcntl(fd, F_GETFL) : -1;
+	if (fl >= 0 && (fl & O_PATH))
+		return path_register(fh, fd);
 	opends_handle_t h = NULL;
-	opends_error_t oe = opends_handle_register(&h, descr->handle.fd);
+	opends_error_t oe = opends_handle_register(&h, fd);
 	if (cfd_stats_on())
 		cfd_stats_op(CFD_ST_HDL_REG, !oe.err);
 	if (oe.err)
 		return cfd_from_ods(oe);
-	/* cuFile refuses stream reads on a write-only handle when they are
-	 * enqueued; OpenDS reports it when the stream runs them */
-	int fl = fcntl(descr->handle.fd, F_GETFL);
-	if (fl >= 0 && (fl & O_ACCMODE) == O_WRONLY && !pset_add(&wronly, h)) {
+	/* NVIDIA checks the access mode when stream and batch operations are
+	 * enqueued; OpenDS when they run (async.c) */
+	struct pset *mode = fl < 0 ? NULL
+			    : (fl & O_ACCMODE) == O_WRONLY ? &cfd_wronly
+			    : (fl & O_ACCMODE) == O_RDONLY ? &cfd_rdonly
+							   : NULL;
+	if (mode && !pset_add(mode, h)) {
 		(void)opends_handle_deregister(h);
 		return cfd_st(CU_FILE_NOMEM_ERROR, 0);
 	}
@@ -410,13 +401,19 @@ EXPORT CUfileError_t cuFileHandleRegister(CUfileHandle_t *fh, CUfileDescr_t *des
 
 EXPORT void cuFileHandleDeregister(CUfileHandle_t fh)
 {
-	pset_del(&wronly, fh);
 	CFD_GATE(g);
-	if (fh && enter_if_open(&g)) {
-		opends_error_t oe = opends_handle_deregister((opends_handle_t)fh);
-		if (cfd_stats_on())
-			cfd_stats_op(CFD_ST_HDL_DEREG, !oe.err);
+	if (!fh || !enter_if_open(&g))
+		return;
+	bool ok;
+	if (cfd_is_path_handle(fh)) {
+		ok = pset_del(&paths, fh);
+	} else {
+		if (!pset_del(&cfd_rdonly, fh))
+			pset_del(&cfd_wronly, fh);
+		ok = !opends_handle_deregister((opends_handle_t)fh).err;
 	}
+	if (cfd_stats_on())
+		cfd_stats_op(CFD_ST_HDL_DEREG, ok);
 }
 
 EXPORT CUfileError_t cuFileBufRegister(const void *bufPtr_base, size_t length, int flags)
@@ -473,8 +470,9 @@ EXPORT ssize_t cuFileRead(CUfileHandle_t fh, void *bufPtr_base, size_t size, off
 		return -(ssize_t)e.err;
 	bool st = cfd_stats_on(); /* off: one relaxed load, no clock read */
 	uint64_t t0 = st ? cfd_stats_t0() : 0;
-	ssize_t r = io_ret(opends_sync_read((opends_handle_t)fh, bufPtr_base, size, file_offset, bufPtr_offset),
-			   OPENDS_READ);
+	ssize_t r = path_io(fh, io_ret(opends_sync_read((opends_handle_t)fh, bufPtr_base, size, file_offset,
+							bufPtr_offset),
+					       OPENDS_READ));
 	if (st)
 		cfd_stats_io(CFD_ST_READ, r, size, t0);
 	return r;
@@ -488,8 +486,9 @@ EXPORT ssize_t cuFileWrite(CUfileHandle_t fh, const void *bufPtr_base, size_t si
 		return -(ssize_t)e.err;
 	bool st = cfd_stats_on(); /* off: one relaxed load, no clock read */
 	uint64_t t0 = st ? cfd_stats_t0() : 0;
-	ssize_t r = io_ret(opends_sync_write((opends_handle_t)fh, bufPtr_base, size, file_offset, bufPtr_offset),
-			   OPENDS_WRITE);
+	ssize_t r = path_io(fh, io_ret(opends_sync_write((opends_handle_t)fh, bufPtr_base, size, file_offset,
+							 bufPtr_offset),
+					       OPENDS_WRITE));
 	if (st)
 		cfd_stats_io(CFD_ST_WRITE, r, size, t0);
 	return r;
@@ -514,7 +513,7 @@ static ssize_t rwv(int opcode, CUfileHandle_t fh, const CUfileIOVec_t *iov, size
 				    ? opends_sync_read((opends_handle_t)fh, iov[i].base, iov[i].len, pos, 0)
 				    : opends_sync_write((opends_handle_t)fh, iov[i].base, iov[i].len, pos, 0);
 		if (r < 0)
-			return io_ret(r, opcode);
+			return path_io(fh, io_ret(r, opcode));
 		total += (size_t)r;
 		if ((size_t)r < iov[i].len)
 			break;
@@ -544,168 +543,4 @@ EXPORT ssize_t cuFileWritev(CUfileHandle_t fh, const CUfileIOVec_t *iov, size_t 
 			    unsigned flags)
 {
 	return rwv_counted(OPENDS_WRITE, fh, iov, iovcnt, file_offset, flags);
-}
-
-/* ---- batch -------------------------------------------------------------- */
-
-EXPORT CUfileError_t cuFileBatchIOSetUp(CUfileBatchHandle_t *batch_idp, unsigned nr)
-{
-	if (!batch_idp)
-		return cfd_st(CU_FILE_INVALID_VALUE, 0);
-	/* no more than the max_batch_io_size reported: cuFile's io_batchsize
-	 * (128 unless set) may be below OpenDS's own limit, which
-	 * opends_batch_setup applies */
-	if (nr > cfd_batch_size())
-		return cfd_st(CU_FILE_INVALID_VALUE, 0);
-	CFD_ENTER(e);
-	if (e.err)
-		return e;
-	opends_batch_t b = NULL;
-	opends_error_t oe = opends_batch_setup(&b, nr);
-	if (cfd_stats_on())
-		cfd_stats_op(CFD_ST_BATCH_SETUP, !oe.err);
-	if (oe.err)
-		return cfd_from_ods(oe);
-	*batch_idp = (CUfileBatchHandle_t)b;
-	return cfd_st(CU_FILE_SUCCESS, 0);
-}
-
-EXPORT CUfileError_t cuFileBatchIOSubmit(CUfileBatchHandle_t batch_idp, unsigned nr, CUfileIOParams_t *iocbp,
-					 unsigned int flags)
-{
-	CFD_ENTER(e);
-	if (e.err)
-		return e;
-	pset_del(&cancelled, batch_idp); /* new work is reported again */
-	uint64_t t0 = cfd_stats_on() ? cfd_stats_t0() : 0;
-	if (!iocbp || nr == 0)
-		return cfd_from_ods(opends_batch_submit((opends_batch_t)batch_idp, nr, NULL, flags));
-	opends_io_params_t small[16];
-	opends_io_params_t *p = nr <= 16 ? small : malloc(nr * sizeof(*p));
-	if (!p)
-		return cfd_st(CU_FILE_NOMEM_ERROR, 0);
-	for (unsigned i = 0; i < nr; i++) {
-		memset(&p[i], 0, sizeof(p[i]));
-		p[i].mode = (opends_batch_mode_t)iocbp[i].mode;
-		p[i].u.batch.buf_base = iocbp[i].u.batch.devPtr_base;
-		p[i].u.batch.file_offset = iocbp[i].u.batch.file_offset;
-		p[i].u.batch.buf_offset = iocbp[i].u.batch.devPtr_offset;
-		p[i].u.batch.size = iocbp[i].u.batch.size;
-		p[i].fh = (opends_handle_t)iocbp[i].fh;
-		p[i].opcode = (opends_opcode_t)iocbp[i].opcode;
-		p[i].cookie = iocbp[i].cookie;
-	}
-	opends_error_t oe = opends_batch_submit((opends_batch_t)batch_idp, nr, p, flags);
-	if (p != small)
-		free(p);
-	if (t0)
-		cfd_stats_submit(nr, iocbp, !oe.err, t0);
-	if (oe.err == OPENDS_BATCH_FULL) /* NVIDIA 1.15.1: more entries than set up */
-		return cfd_st(CU_FILE_INTERNAL_BATCH_SUBMIT_ERROR, 0);
-	return cfd_from_ods(oe);
-}
-
-EXPORT CUfileError_t cuFileBatchIOGetStatus(CUfileBatchHandle_t batch_idp, unsigned min_nr, unsigned *nr,
-					    CUfileIOEvents_t *iocbp, struct timespec *timeout)
-{
-	CFD_ENTER(e);
-	if (e.err)
-		return e;
-	if (!nr)
-		return cfd_st(CU_FILE_INVALID_VALUE, 0);
-	if (pset_has(&cancelled, batch_idp)) {
-		/* cancelled: NVIDIA's cuFile reports no events */
-		*nr = 0;
-		return cfd_st(CU_FILE_SUCCESS, 0);
-	}
-	unsigned room = *nr;
-	opends_io_events_t small[16];
-	opends_io_events_t *ev = NULL;
-	if (room && iocbp) {
-		ev = room <= 16 ? small : malloc(room * sizeof(*ev));
-		if (!ev)
-			return cfd_st(CU_FILE_NOMEM_ERROR, 0);
-	}
-	opends_error_t oe = opends_batch_get_status((opends_batch_t)batch_idp, min_nr, nr, ev, timeout);
-	if (oe.err == OPENDS_SUCCESS && ev) {
-		for (unsigned i = 0; i < *nr && i < room; i++) {
-			iocbp[i].cookie = ev[i].cookie;
-			iocbp[i].status = (CUfileStatus_t)ev[i].status;
-			iocbp[i].ret = (size_t)ev[i].ret; /* negative errors wrap, as in cuFile */
-		}
-		if (cfd_stats_on())
-			cfd_stats_events(iocbp, *nr < room ? *nr : room);
-	}
-	if (ev && ev != small)
-		free(ev);
-	return cfd_from_ods(oe);
-}
-
-EXPORT CUfileError_t cuFileBatchIOCancel(CUfileBatchHandle_t batch_idp)
-{
-	CFD_ENTER(e);
-	if (e.err)
-		return e;
-	CUfileError_t r = cfd_from_ods(opends_batch_cancel((opends_batch_t)batch_idp));
-	if (cfd_stats_on())
-		cfd_stats_op(CFD_ST_BATCH_CANCEL, !r.err);
-	if (r.err == CU_FILE_SUCCESS && !pset_add(&cancelled, batch_idp))
-		return cfd_st(CU_FILE_NOMEM_ERROR, 0);
-	return r;
-}
-
-EXPORT void cuFileBatchIODestroy(CUfileBatchHandle_t batch_idp)
-{
-	pset_del(&cancelled, batch_idp);
-	CFD_GATE(g);
-	if (enter_if_open(&g)) {
-		opends_error_t oe = opends_batch_destroy((opends_batch_t)batch_idp);
-		if (cfd_stats_on())
-			cfd_stats_op(CFD_ST_BATCH_DESTROY, !oe.err);
-	}
-}
-
-/* ---- stream-ordered I/O ------------------------------------------------- */
-
-EXPORT CUfileError_t cuFileReadAsync(CUfileHandle_t fh, void *bufPtr_base, size_t *size_p, off_t *file_offset_p,
-				     off_t *bufPtr_offset_p, ssize_t *bytes_read_p, CUstream stream)
-{
-	CFD_ENTER(e);
-	if (e.err)
-		return e;
-	if (bytes_read_p && size_p && file_offset_p && bufPtr_offset_p && bufPtr_base && pset_has(&wronly, fh)) {
-		/* NVIDIA accepts the enqueue and the read fails with "unsupported
-		 * file open flags" in *bytes_read_p; written now, not when the
-		 * stream gets there (docs/cufile-dropin.md, "Misuse") */
-		*bytes_read_p = -(ssize_t)CU_FILE_INVALID_FILE_OPEN_FLAG;
-		return cfd_st(CU_FILE_SUCCESS, 0);
-	}
-	return cfd_from_ods(opends_stream_read((opends_handle_t)fh, bufPtr_base, size_p, file_offset_p, bufPtr_offset_p,
-					   bytes_read_p, (opends_stream_t)stream));
-}
-
-EXPORT CUfileError_t cuFileWriteAsync(CUfileHandle_t fh, void *bufPtr_base, size_t *size_p, off_t *file_offset_p,
-				      off_t *bufPtr_offset_p, ssize_t *bytes_written_p, CUstream stream)
-{
-	CFD_ENTER(e);
-	if (e.err)
-		return e;
-	return cfd_from_ods(opends_stream_write((opends_handle_t)fh, bufPtr_base, size_p, file_offset_p,
-					    bufPtr_offset_p, bytes_written_p, (opends_stream_t)stream));
-}
-
-EXPORT CUfileError_t cuFileStreamRegister(CUstream stream, unsigned flags)
-{
-	CFD_ENTER(e);
-	if (e.err)
-		return e;
-	return cfd_from_ods(opends_stream_register((opends_stream_t)stream, flags));
-}
-
-EXPORT CUfileError_t cuFileStreamDeregister(CUstream stream)
-{
-	CFD_ENTER(e);
-	if (e.err)
-		return e;
-	return cfd_from_ods(opends_stream_deregister((opends_stream_t)stream));
 }

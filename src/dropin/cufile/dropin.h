@@ -57,6 +57,33 @@ void cfd_leave(struct cfd_gate *g);
 	CFD_GATE(cfd_gate_); \
 	CUfileError_t e = cfd_enter(&cfd_gate_)
 
+/* sets.c: a set of pointers (hash set; NULL is never a member). The count
+ * is read without the lock: a look-up in an empty set is one load. */
+struct pset {
+	pthread_mutex_t m;
+	void **v;
+	size_t n, cap;
+	atomic_size_t count;
+};
+#define PSET_INIT { PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0 }
+bool pset_add(struct pset *s, void *p); /* false: out of memory */
+bool pset_del(struct pset *s, void *p); /* false: not a member */
+bool pset_has(struct pset *s, void *p);
+void pset_clear(struct pset *s);
+void pset_clear_locked(struct pset *s); /* s->m held (fork) */
+
+/* cufile.c: handles opened write-only / read-only (the access mode NVIDIA
+ * checks when a stream or batch operation is enqueued, where OpenDS
+ * reports it when the operation runs), and whether a handle is one of an
+ * O_PATH fd (cuFileHandleRegister). */
+extern struct pset cfd_wronly, cfd_rdonly;
+bool cfd_is_path_handle(CUfileHandle_t fh);
+
+/* async.c: batches cancelled, streams registered; emptied by the last
+ * cuFileDriverClose (cfd_async_forget) and in a forked child. */
+extern struct pset cfd_cancelled, cfd_streams;
+void cfd_async_forget(void);
+
 /* config.c: the settings to open OpenDS with (opends_driver_open_with):
  * the values set through the API that it has a variable for, and the
  * drop-in's own defaults where the environment gives none. Writes at most

@@ -161,9 +161,15 @@ int main(int argc, char **argv)
 	ans("write_async_read_only", cuFileWriteAsync(rfh, buf, &msz, &mfo, &mbo, &mgot, s1));
 	sync_stream(s1);
 	printf("= write_async_read_only_bytes_written %zd\n", mgot);
+	/* NVIDIA 1.15.1 takes a flag bit it does not know (s2 is registered
+	 * after it: its deregistration succeeds) and refuses a second
+	 * registration */
 	ans("stream_register_flags_16", cuFileStreamRegister(s2, 16));
 	ans("stream_register_twice", cuFileStreamRegister(s1, 0));
 	ans("stream_deregister_not_registered", cuFileStreamDeregister(s2));
+	CUstream s3 = new_stream();
+	ans("stream_deregister_never_registered", cuFileStreamDeregister(s3));
+	free_stream(s3);
 	ans("stream_deregister", cuFileStreamDeregister(s1));
 	ans("stream_deregister_again", cuFileStreamDeregister(s1));
 	/* deregistered, the stream still takes reads (registration is a hint) */

@@ -242,6 +242,10 @@ int main(int argc, char **argv)
 	ans("submit_flags_1", e);
 	if (!e.err)
 		collect(b, ev, 1, true, "flags 1");
+	e = cuFileBatchIOSubmit(b, 1, p, 2);
+	ans("submit_flags_2", e);
+	if (!e.err)
+		collect(b, ev, 1, true, "flags 2");
 	entry(&p[0], rfh, (CUfileOpcode_t)7, 0, 0, 4096);
 	ans("submit_bad_opcode", cuFileBatchIOSubmit(b, 1, p, 0));
 	entry(&p[0], rfh, CUFILE_READ, 0, -4096, 4096);
@@ -252,6 +256,7 @@ int main(int argc, char **argv)
 	one(b, "entry_past_eof", rfh, CUFILE_READ, SRC_SZ + 8192, 4096);
 	one(b, "entry_size_0", rfh, CUFILE_READ, 0, 0);
 	one(b, "entry_read_write_only", wofh, CUFILE_READ, 0, 4096);
+	one(b, "entry_write_read_only", rfh, CUFILE_WRITE, 0, 4096);
 
 	/* cancel right after a submit: no events afterwards; then the batch
 	 * works again */

@@ -204,17 +204,26 @@ int main(int argc, char **argv)
 	reg_bad("handle_register_o_append", appfd);
 	close(appfd);
 	int pathfd = open(src, O_PATH);
-	/* NVIDIA's cuFile registers an O_PATH fd; the drop-in refuses it
-	 * there. Where it registers, I/O through it must fail */
-	CUfileHandle_t pfh;
+	/* NVIDIA's cuFile registers an O_PATH fd (as the drop-in does since
+	 * it took that answer); I/O through it must fail, and the file keep
+	 * its bytes (checked below) */
+	CUfileHandle_t pfh, pfh2;
 	CUfileError_t pe = reg_fd(pathfd, &pfh);
 	ans("handle_register_o_path", pe);
 	if (!pe.err) {
 		errno = 0;
 		ans_io("read_o_path", cuFileRead(pfh, rbuf, 4096, 0, 0));
+		errno = 0;
+		ans_io("write_o_path", cuFileWrite(pfh, rbuf, 4096, 0, 0));
+		CUfileError_t pe2 = reg_fd(pathfd, &pfh2);
+		ans("handle_register_o_path_twice", pe2);
+		if (!pe2.err)
+			cuFileHandleDeregister(pfh2);
 		cuFileHandleDeregister(pfh);
 	}
 	close(pathfd);
+	if (pread(rofd, h, 4096, 0) != 4096 || memcmp(h, oracle, 4096))
+		FAIL("the file changed through an O_PATH fd's handle");
 	int nullfd = open("/dev/null", O_RDWR);
 	reg_bad("handle_register_dev_null", nullfd);
 	close(nullfd);
