@@ -32,7 +32,12 @@ EXPORT CUfileError_t cuFileBatchIOSetUp(CUfileBatchHandle_t *batch_idp, unsigned
 		return cfd_st(CU_FILE_INVALID_VALUE, 0);
 	/* no more than the max_batch_io_size reported: cuFile's io_batchsize
 	 * (128 unless set) may be below OpenDS's own limit, which
-	 * opends_batch_setup applies */
+	 * opends_batch_setup applies. Read once the driver is open (the
+	 * configuration is read by the open), before entering the gate
+	 * (cfd_batch_size takes cfd_lock). */
+	CUfileError_t oe0 = cfd_ensure_open();
+	if (oe0.err)
+		return oe0;
 	if (nr > cfd_batch_size())
 		return cfd_st(CU_FILE_INVALID_VALUE, 0);
 	CFD_ENTER(e);

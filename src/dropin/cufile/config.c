@@ -64,8 +64,17 @@ static const bool bool_default[P_BOOL_N] = {
 };
 static const char *const str_default[P_STR_N] = { "ERROR", "", "", "" };
 
+/* Before the driver first opens, a value not set through the API reads
+ * as NVIDIA's libcufile 1.15.1 answers then (the H200, 2026-12-01,
+ * cufile_stats with a cufile.json setting others): 0, false or an empty
+ * string, min_io_threshold_size_kb 1024; cuFile reads its configuration
+ * when the driver opens (config_load_locked), not before. */
+static const size_t size_preopen[P_SIZE_N] = {
+	[CUFILE_PARAM_EXECUTION_MIN_IO_THRESHOLD_SIZE_KB] = 1024,
+};
+
 static size_t size_val[P_SIZE_N];
-static bool size_set[P_SIZE_N];
+static bool size_set[P_SIZE_N], bool_set[P_BOOL_N], str_set[P_STR_N], posix_slabs_set;
 static bool bool_val[P_BOOL_N];
 static char str_val[P_STR_N][256];
 static bool defaults_done;
@@ -75,11 +84,13 @@ struct slabs {
 	int len; /* 0: nothing set */
 	size_t size[SLABS_MAX], count[SLABS_MAX];
 };
-/* The POSIX pool starts as cufile.json's default (three slabs; NVIDIA
- * 1.15.1 answers a Get of another length with INVALID_VALUE); the GPU
- * bounce buffers have no slab array unless one is set (cuFile's uniform
- * bounce buffers are the default). */
-static struct slabs posix_slabs = { 3, { 4, 1024, 16384 }, { 128, 64, 64 } }, gpu_slabs;
+/* The POSIX pool: none before the driver opens (NVIDIA 1.15.1 answers a
+ * Get then with INVALID_VALUE), at the open the file's or cufile.json's
+ * default (three slabs; NVIDIA 1.15.1 answers a Get of another length
+ * with INVALID_VALUE); the GPU bounce buffers have no slab array unless
+ * one is set (cuFile's uniform bounce buffers are the default). */
+static const struct slabs posix_slabs_default = { 3, { 4, 1024, 16384 }, { 128, 64, 64 } };
+static struct slabs posix_slabs, gpu_slabs;
 
 /* ---- cufile.json and cuFile's environment -------------------------------- */
 
@@ -162,27 +173,39 @@ static void json_leaf(const char *path, const struct cfd_json_val *v, void *arg)
 	}
 }
 
+/* What the driver's open reads (config_load_locked): built-in defaults,
+ * the file over them, the environment over the file; a value set through
+ * the API is kept. */
 static void json_apply_locked(void)
 {
 	const char *file = getenv("CUFILE_ENV_PATH_JSON");
 	if (!file || !*file)
 		file = "/etc/cufile.json";
+	for (int k = 0; k < P_SIZE_N; k++)
+		if (!size_set[k])
+			size_val[k] = size_default[k];
+	for (int k = 0; k < P_BOOL_N; k++)
+		if (!bool_set[k])
+			bool_val[k] = bool_default[k];
+	for (int k = 0; k < P_STR_N; k++)
+		if (!str_set[k])
+			snprintf(str_val[k], sizeof(str_val[k]), "%s", str_default[k]);
+	if (!posix_slabs_set)
+		posix_slabs = posix_slabs_default;
 	struct json_cfg *c = calloc(1, sizeof(*c));
-	if (!c)
-		return;
-	if (cfd_json_read(file, json_leaf, c) == 0) {
+	if (c && cfd_json_read(file, json_leaf, c) == 0) {
 		for (int k = 0; k < P_SIZE_N; k++)
-			if (c->has_size[k])
+			if (c->has_size[k] && !size_set[k])
 				size_val[k] = c->size[k];
 		for (int k = 0; k < P_BOOL_N; k++)
-			if (c->has_b[k])
+			if (c->has_b[k] && !bool_set[k])
 				bool_val[k] = c->b[k];
 		for (int k = 0; k < P_STR_N; k++)
-			if (c->has_str[k])
+			if (c->has_str[k] && !str_set[k])
 				memcpy(str_val[k], c->str[k], sizeof(str_val[k]));
 		/* the POSIX pool's slabs: sizes and counts of one length */
 		int n = c->n_slab_size;
-		bool ok = n > 0 && n == c->n_slab_count;
+		bool ok = n > 0 && n == c->n_slab_count && !posix_slabs_set;
 		for (int i = 0; ok && i < n; i++)
 			ok = c->slab_size[i] >= 1 && c->slab_count[i] >= 1 && c->slab_size[i] < 4294967296.0 &&
 			     c->slab_count[i] < 4294967296.0;
@@ -203,21 +226,29 @@ static void json_apply_locked(void)
 			{ "CUFILE_LOGFILE_PATH", CUFILE_PARAM_ENV_LOGFILE_PATH } };
 	for (size_t i = 0; i < sizeof(env_str) / sizeof(*env_str); i++) {
 		const char *v = getenv(env_str[i].var);
-		if (v && *v && strlen(v) < sizeof(str_val[0]))
+		if (v && *v && strlen(v) < sizeof(str_val[0]) && !str_set[env_str[i].param])
 			snprintf(str_val[env_str[i].param], sizeof(str_val[0]), "%s", v);
 	}
 }
 
+/* The values before the first open (size_preopen). */
 static void defaults_locked(void)
 {
 	if (defaults_done)
 		return;
-	memcpy(size_val, size_default, sizeof(size_val));
-	memcpy(bool_val, bool_default, sizeof(bool_val));
-	for (int i = 0; i < P_STR_N; i++)
-		snprintf(str_val[i], sizeof(str_val[i]), "%s", str_default[i]);
-	json_apply_locked();
+	memcpy(size_val, size_preopen, sizeof(size_val));
 	defaults_done = true;
+}
+
+/* At each open of the driver (cufile.c, under cfd_lock): cuFile reads its
+ * configuration file and environment when the driver opens, so a program
+ * may set CUFILE_ENV_PATH_JSON any time before cuFileDriverOpen (or the
+ * first call that opens the driver), and the file is read again by a new
+ * open after the last close. */
+void cfd_config_load_locked(void)
+{
+	defaults_locked();
+	json_apply_locked();
 }
 
 /* Settings the drop-in opens OpenDS with where neither the environment
@@ -342,6 +373,8 @@ static CUfileError_t set_size(int param, size_t v, int out_of_range)
 	defaults_locked();
 	size_val[param] = v;
 	size_set[param] = true;
+	if (param == CUFILE_PARAM_PROFILE_STATS) /* the switch with the level */
+		cfd_stats_refresh_locked((int)v);
 	pthread_mutex_unlock(&cfd_lock);
 	return cfd_st(CU_FILE_SUCCESS, 0);
 }
@@ -353,6 +386,7 @@ EXPORT CUfileError_t cuFileDriverSetPollMode(bool poll, size_t poll_threshold_si
 		return e;
 	pthread_mutex_lock(&cfd_lock);
 	bool_val[CUFILE_PARAM_PROPERTIES_USE_POLL_MODE] = poll;
+	bool_set[CUFILE_PARAM_PROPERTIES_USE_POLL_MODE] = true;
 	pthread_mutex_unlock(&cfd_lock);
 	return e;
 }
@@ -425,10 +459,7 @@ EXPORT CUfileError_t cuFileSetParameterSizeT(CUFileSizeTConfigParameter_t param,
 		return cfd_st(CU_FILE_INVALID_VALUE, 0);
 	if (atomic_load(&cfd_is_open))
 		return cfd_st(CU_FILE_DRIVER_ALREADY_OPEN, 0);
-	CUfileError_t e = set_size((int)param, value, CU_FILE_INVALID_VALUE);
-	if (!e.err && param == CUFILE_PARAM_PROFILE_STATS)
-		cfd_stats_refresh((int)value);
-	return e;
+	return set_size((int)param, value, CU_FILE_INVALID_VALUE);
 }
 
 EXPORT CUfileError_t cuFileSetParameterBool(CUFileBoolConfigParameter_t param, bool value)
@@ -440,6 +471,7 @@ EXPORT CUfileError_t cuFileSetParameterBool(CUFileBoolConfigParameter_t param, b
 	pthread_mutex_lock(&cfd_lock);
 	defaults_locked();
 	bool_val[param] = value;
+	bool_set[param] = true;
 	pthread_mutex_unlock(&cfd_lock);
 	return cfd_st(CU_FILE_SUCCESS, 0);
 }
@@ -453,6 +485,7 @@ EXPORT CUfileError_t cuFileSetParameterString(CUFileStringConfigParameter_t para
 	pthread_mutex_lock(&cfd_lock);
 	defaults_locked();
 	snprintf(str_val[param], sizeof(str_val[param]), "%s", desc_str);
+	str_set[param] = true;
 	pthread_mutex_unlock(&cfd_lock);
 	return cfd_st(CU_FILE_SUCCESS, 0);
 }
@@ -478,6 +511,7 @@ void cfd_config_set_stats_level(int level)
 	pthread_mutex_lock(&cfd_lock);
 	defaults_locked();
 	size_val[CUFILE_PARAM_PROFILE_STATS] = (size_t)level;
+	cfd_stats_refresh_locked(level);
 	pthread_mutex_unlock(&cfd_lock);
 }
 
@@ -547,6 +581,8 @@ static CUfileError_t slabs_set(struct slabs *s, const size_t *size, const size_t
 	defaults_locked();
 	bool open = atomic_load(&cfd_is_open);
 	if (!open) {
+		if (s == &posix_slabs)
+			posix_slabs_set = true;
 		s->len = len;
 		memcpy(s->size, size, (size_t)len * sizeof(*size));
 		memcpy(s->count, count, (size_t)len * sizeof(*count));

@@ -174,6 +174,7 @@ static CUfileError_t open_locked(void)
 {
 	if (atomic_load(&cfd_is_open))
 		return cfd_st(CU_FILE_SUCCESS, 0);
+	cfd_config_load_locked(); /* cuFile reads its configuration at the open */
 	opends_setting_t set[CFD_SETTINGS_MAX];
 	char val[CFD_SETTINGS_MAX][32];
 	size_t n = cfd_config_settings_locked(set, val);
@@ -189,7 +190,7 @@ static CUfileError_t open_locked(void)
 	}
 	atomic_store(&cfd_is_open, true);
 	ods_gate_open();
-	cfd_stats_refresh(cfd_config_stats_level_locked()); /* cufile.json's level counts from the open */
+	cfd_stats_refresh_locked(cfd_config_stats_level_locked()); /* cufile.json's level counts from the open */
 	return cfd_st(CU_FILE_SUCCESS, 0);
 }
 

@@ -92,6 +92,11 @@ void cfd_async_forget(void);
 #define CFD_SETTINGS_MAX 8
 size_t cfd_config_settings_locked(opends_setting_t *out, char (*buf)[32]);
 
+/* config.c: read cuFile's configuration (cufile.json, CUFILE_* variables)
+ * as the driver opens, keeping the values set through the API. Under
+ * cfd_lock. */
+void cfd_config_load_locked(void);
+
 /* config.c: the batch size cuFileDriverGetProperties reports as
  * max_batch_io_size before OpenDS's own limit is applied (the
  * PROPERTIES_IO_BATCHSIZE parameter, 128 unless set): the most entries
@@ -102,6 +107,7 @@ unsigned cfd_batch_size(void);
  * cuFileSetStatsLevel, cuFileSetParameterSizeT or cufile.json). */
 int cfd_config_stats_level(void);
 int cfd_config_stats_level_locked(void); /* under cfd_lock */
+/* Sets the level and the statistics' switch to match, under cfd_lock. */
 void cfd_config_set_stats_level(int level);
 
 /* stats.c: cuFile's statistics. The calls count only while
@@ -134,9 +140,9 @@ void cfd_stats_io(enum cfd_stat_op op, ssize_t r, size_t size, uint64_t t0);
 void cfd_stats_submit(unsigned nr, const CUfileIOParams_t *p, bool ok, uint64_t t0);
 void cfd_stats_events(const CUfileIOEvents_t *ev, unsigned n);
 /* The level is now level (it was set, or the driver opened with it):
- * counting runs from here if it is 1 or more and not stopped. Takes no
- * lock. */
-void cfd_stats_refresh(int level);
+ * counting runs from here if it is 1 or more and not stopped. Under
+ * cfd_lock, with the change of the level it follows. */
+void cfd_stats_refresh_locked(int level);
 
 /* json.c: read cuFile's configuration file, handing each leaf to fn with
  * its dotted path ("properties.io_batchsize"); arrays only when all their

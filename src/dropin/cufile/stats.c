@@ -76,8 +76,20 @@ _Static_assert(offsetof(struct CUfileStatsLevel1, batch_submit_ops) == 176 &&
 		       offsetof(CUfilePerGpuStats_t, writes_bytes) == 120 && offsetof(CUfilePerGpuStats_t, reg_bytes) == 240,
 	       "cuFile 1.20's statistics offsets");
 
+/* The switch: counting runs (level 1 or more, not stopped). Read with
+ * one relaxed load by every counted call; written, with stopped and
+ * ever_on, only under cfd_lock together with the level it follows
+ * (cfd_stats_refresh_locked), so that concurrent cuFileSetStatsLevel,
+ * Start and Stop calls always leave the switch as the last level and
+ * stop/start say (two level changes racing once could leave level 2 with
+ * counting off). */
 atomic_bool cfd_stats_active;
-static atomic_bool stopped;
+static bool stopped;
+/* Counting ran at some point (NVIDIA 1.15.1 answers cuFileStatsStart at
+ * level 0 with INTERNAL_ERROR when statistics never ran, and with success
+ * once they had, then were set back to 0: cufile_prog's stats_start_open
+ * 5030 and cufile_stats' stats_start_level_0 0 on the H200, 2026-12-01). */
+static bool ever_on;
 
 typedef _Atomic uint64_t ctr;
 struct opc {
@@ -106,11 +118,12 @@ uint64_t cfd_stats_t0(void)
 }
 
 /* Whether counting runs: level 1 or more, not stopped. */
-void cfd_stats_refresh(int level)
+void cfd_stats_refresh_locked(int level)
 {
-	bool on = level >= 1 && !atomic_load(&stopped);
+	bool on = level >= 1 && !stopped;
 	if (on && !atomic_load(&cfd_stats_active) && !atomic_load(&st.start_us))
 		atomic_store(&st.start_us, now_us());
+	ever_on |= on;
 	atomic_store(&cfd_stats_active, on);
 }
 
@@ -185,8 +198,7 @@ EXPORT CUfileError_t cuFileSetStatsLevel(int level)
 {
 	if (level < 0 || level > 3)
 		return cfd_st(CU_FILE_INVALID_VALUE, 0);
-	cfd_config_set_stats_level(level);
-	cfd_stats_refresh(level);
+	cfd_config_set_stats_level(level); /* and the switch, under cfd_lock */
 	return cfd_st(CU_FILE_SUCCESS, 0);
 }
 
@@ -203,11 +215,15 @@ EXPORT CUfileError_t cuFileStatsStart(void)
 	CUfileError_t e = driver();
 	if (e.err)
 		return e;
-	/* level 0: NVIDIA 1.15.1 answers INTERNAL_ERROR */
-	if (cfd_config_stats_level() < 1)
-		return cfd_st(CU_FILE_INTERNAL_ERROR, 0);
-	atomic_store(&stopped, false);
-	cfd_stats_refresh(cfd_config_stats_level());
+	pthread_mutex_lock(&cfd_lock);
+	int level = cfd_config_stats_level_locked();
+	if (level < 1 && !ever_on) {
+		e = cfd_st(CU_FILE_INTERNAL_ERROR, 0); /* see ever_on */
+	} else {
+		stopped = false;
+		cfd_stats_refresh_locked(level);
+	}
+	pthread_mutex_unlock(&cfd_lock);
 	return e;
 }
 
@@ -216,8 +232,10 @@ EXPORT CUfileError_t cuFileStatsStop(void)
 	CUfileError_t e = driver();
 	if (e.err)
 		return e;
-	atomic_store(&stopped, true);
-	cfd_stats_refresh(cfd_config_stats_level());
+	pthread_mutex_lock(&cfd_lock);
+	stopped = true;
+	cfd_stats_refresh_locked(cfd_config_stats_level_locked());
+	pthread_mutex_unlock(&cfd_lock);
 	return e;
 }
 
@@ -226,11 +244,13 @@ EXPORT CUfileError_t cuFileStatsReset(void)
 	CUfileError_t e = driver();
 	if (e.err)
 		return e;
+	pthread_mutex_lock(&cfd_lock);
 	ctr *c = (ctr *)&st;
 	for (size_t i = 0; i < sizeof(st) / sizeof(ctr); i++)
 		atomic_store_explicit(&c[i], 0, memory_order_relaxed);
 	if (atomic_load(&cfd_stats_active))
 		atomic_store(&st.start_us, now_us());
+	pthread_mutex_unlock(&cfd_lock);
 	return e;
 }
 
@@ -315,7 +335,9 @@ static void fill_l2(CUfileStatsLevel2_t *s)
 	}
 }
 
-/* NULL, driver closed, level below the one asked: cuFile's answers. */
+/* NULL, driver closed, level below the one asked, stopped: cuFile's
+ * answers (stopped: INVALID_VALUE, as NVIDIA 1.15.1 answers
+ * cufile_stats' stats_l1_stopped on the H200, 2026-12-01). */
 static CUfileError_t get_check(const void *stats, int need)
 {
 	if (!stats)
@@ -323,7 +345,10 @@ static CUfileError_t get_check(const void *stats, int need)
 	CUfileError_t e = driver();
 	if (e.err)
 		return e;
-	return cfd_st(cfd_config_stats_level() >= need ? CU_FILE_SUCCESS : CU_FILE_INVALID_VALUE, 0);
+	pthread_mutex_lock(&cfd_lock);
+	bool ok = cfd_config_stats_level_locked() >= need && !stopped;
+	pthread_mutex_unlock(&cfd_lock);
+	return cfd_st(ok ? CU_FILE_SUCCESS : CU_FILE_INVALID_VALUE, 0);
 }
 
 EXPORT CUfileError_t cuFileGetStatsL1(CUfileStatsLevel1_t *stats)

@@ -26,7 +26,7 @@ static const char json[] =
 	"  \"logging\": { \"dir\": \"/tmp\", \"level\": \"WARN\" },\n"
 	"  \"profile\": { \"nvtx\": false, \"cufile_stats\": 2 },\n"
 	"  \"execution\": { \"max_io_threads\": 4, \"parallel_io\": false,\n"
-	"                 \"min_io_threshold_size_kb\": 1024, \"max_request_parallelism\": 2 },\n"
+	"                 \"min_io_threshold_size_kb\": 2048, \"max_request_parallelism\": 2 },\n"
 	"  \"properties\": {\n"
 	"    /* bounce buffers */ \"max_device_cache_size_kb\": 65536, \"per_buffer_cache_size_kb\": 2048,\n"
 	"    \"use_poll_mode\": true, \"poll_mode_max_size_kb\": 8, \"allow_compat_mode\": true,\n"
@@ -72,6 +72,48 @@ static void show_l1(const char *when, const CUfileStatsLevel1_t *s)
 	       (unsigned long long)s->read_lat_avg_us, (unsigned long long)s->read_bw_bytes_per_sec);
 }
 
+/* What the parameter API reports, as "= <when>param_<name> err value"
+ * lines (the calls are newer than 1.15: looked up by name). */
+static void show_params(const char *when)
+{
+	get_size_fn gsz = (get_size_fn)sym("cuFileGetParameterSizeT");
+	get_bool_fn gb = (get_bool_fn)sym("cuFileGetParameterBool");
+	get_str_fn gs = (get_str_fn)sym("cuFileGetParameterString");
+	slab_fn gslab = (slab_fn)sym("cuFileGetParameterPosixPoolSlabArray");
+	if (!gsz || !gb || !gs || !gslab)
+		return;
+	static const struct {
+		const char *name;
+		int p;
+	} sz[] = { { "io_batchsize", CUFILE_PARAM_PROPERTIES_IO_BATCHSIZE },
+		   { "max_device_cache_size_kb", CUFILE_PARAM_PROPERTIES_MAX_DEVICE_CACHE_SIZE_KB },
+		   { "per_buffer_cache_size_kb", CUFILE_PARAM_PROPERTIES_PER_BUFFER_CACHE_SIZE_KB },
+		   { "poll_mode_max_size_kb", CUFILE_PARAM_POLLTHRESHOLD_SIZE_KB },
+		   { "min_io_threshold_size_kb", CUFILE_PARAM_EXECUTION_MIN_IO_THRESHOLD_SIZE_KB },
+		   { "max_request_parallelism", CUFILE_PARAM_EXECUTION_MAX_REQUEST_PARALLELISM },
+		   { "cufile_stats", CUFILE_PARAM_PROFILE_STATS } };
+	for (size_t i = 0; i < sizeof sz / sizeof *sz; i++) {
+		size_t v = 0;
+		CUfileError_t e = gsz(sz[i].p, &v);
+		printf("= %sparam_%s %d %zu\n", when, sz[i].name, (int)e.err, v);
+	}
+	bool b = false;
+	CUfileError_t e = gb(CUFILE_PARAM_PROPERTIES_USE_POLL_MODE, &b);
+	printf("= %sparam_use_poll_mode %d %d\n", when, (int)e.err, (int)b);
+	b = false;
+	e = gb(CUFILE_PARAM_EXECUTION_PARALLEL_IO, &b);
+	printf("= %sparam_parallel_io %d %d\n", when, (int)e.err, (int)b);
+	char str[256] = "";
+	e = gs(CUFILE_PARAM_LOGGING_LEVEL, str, (int)sizeof str);
+	printf("= %sparam_logging_level %d %s\n", when, (int)e.err, str);
+	str[0] = 0;
+	e = gs(CUFILE_PARAM_LOG_DIR, str, (int)sizeof str);
+	printf("= %sparam_log_dir %d %s\n", when, (int)e.err, str);
+	size_t ss[2] = { 0 }, sc[2] = { 0 };
+	e = gslab(ss, sc, 2);
+	printf("= %sparam_posix_pool_slabs %d %zu/%zu %zu/%zu\n", when, (int)e.err, ss[0], sc[0], ss[1], sc[1]);
+}
+
 int main(int argc, char **argv)
 {
 	const char *dir = prog_args(argc, argv);
@@ -90,43 +132,11 @@ int main(int argc, char **argv)
 	uint8_t *oracle;
 	make_file(dir, "stats_src.bin", FSZ, 6, &oracle, src, sizeof src);
 
-	/* what the parameter API reports of the file, before the driver opens */
-	get_size_fn gsz = (get_size_fn)sym("cuFileGetParameterSizeT");
-	get_bool_fn gb = (get_bool_fn)sym("cuFileGetParameterBool");
-	get_str_fn gs = (get_str_fn)sym("cuFileGetParameterString");
-	slab_fn gslab = (slab_fn)sym("cuFileGetParameterPosixPoolSlabArray");
-	if (gsz && gb && gs && gslab) {
-		static const struct {
-			const char *name;
-			int p;
-		} sz[] = { { "io_batchsize", CUFILE_PARAM_PROPERTIES_IO_BATCHSIZE },
-			   { "max_device_cache_size_kb", CUFILE_PARAM_PROPERTIES_MAX_DEVICE_CACHE_SIZE_KB },
-			   { "per_buffer_cache_size_kb", CUFILE_PARAM_PROPERTIES_PER_BUFFER_CACHE_SIZE_KB },
-			   { "poll_mode_max_size_kb", CUFILE_PARAM_POLLTHRESHOLD_SIZE_KB },
-			   { "min_io_threshold_size_kb", CUFILE_PARAM_EXECUTION_MIN_IO_THRESHOLD_SIZE_KB },
-			   { "max_request_parallelism", CUFILE_PARAM_EXECUTION_MAX_REQUEST_PARALLELISM },
-			   { "cufile_stats", CUFILE_PARAM_PROFILE_STATS } };
-		for (size_t i = 0; i < sizeof sz / sizeof *sz; i++) {
-			size_t v = 0;
-			CUfileError_t e = gsz(sz[i].p, &v);
-			printf("= param_%s %d %zu\n", sz[i].name, (int)e.err, v);
-		}
-		bool b = false;
-		CUfileError_t e = gb(CUFILE_PARAM_PROPERTIES_USE_POLL_MODE, &b);
-		printf("= param_use_poll_mode %d %d\n", (int)e.err, (int)b);
-		e = gb(CUFILE_PARAM_EXECUTION_PARALLEL_IO, &b);
-		printf("= param_parallel_io %d %d\n", (int)e.err, (int)b);
-		char str[256] = "";
-		e = gs(CUFILE_PARAM_LOGGING_LEVEL, str, (int)sizeof str);
-		printf("= param_logging_level %d %s\n", (int)e.err, str);
-		e = gs(CUFILE_PARAM_LOG_DIR, str, (int)sizeof str);
-		printf("= param_log_dir %d %s\n", (int)e.err, str);
-		size_t ss[2] = { 0 }, sc[2] = { 0 };
-		e = gslab(ss, sc, 2);
-		printf("= param_posix_pool_slabs %d %zu/%zu %zu/%zu\n", (int)e.err, ss[0], sc[0], ss[1], sc[1]);
-	}
-
+	/* what the parameter API reports before the driver opens (cuFile
+	 * reads cufile.json at the open), and after */
+	show_params("");
 	ans("driver_open", cuFileDriverOpen());
+	show_params("open_");
 	CUfileDrvProps_t props;
 	ans("props", cuFileDriverGetProperties(&props));
 	printf("= props_max_batch_io_size %u\n", props.max_batch_io_size);
