@@ -21,6 +21,17 @@
  * OPENDS_AB_BATCH_SPIN_US=N for an A/B. */
 #define DEF_SPIN_NS 0u
 
+/* OPENDS_BATCH_STATS=1 (a measurement hook, not configuration): when a
+ * batch is destroyed, one line on stderr says how its callers spent their
+ * time: submits and entries, time inside submit (which includes waiting
+ * for room in the engine's queue), get_status calls, the events they
+ * returned, how often and how long they slept for completions. It tells a
+ * leg bound by its workers (the collector sleeps, submits are quick) from
+ * one bound by its caller (events pile up, nobody sleeps). */
+struct bstats {
+	_Atomic uint64_t submits, entries, submit_ns, calls, events, sleeps, sleep_ns;
+};
+
 static uint64_t mono_ns(void)
 {
 	struct timespec t;
@@ -54,6 +65,8 @@ struct ods_batch {
 	 * on the done stack too, until collected. */
 	unsigned max_nr, reserved, inflight, ready;
 	uint64_t spin_ns; /* get_status's spin before it sleeps */
+	bool stats;	  /* OPENDS_BATCH_STATS=1: st is kept and printed at destroy */
+	struct bstats st;
 	_Atomic(struct bentry *) done_top; /* finished, not yet collected; newest first */
 	atomic_uint done_seq;		   /* entries finished so far: the futex word collectors sleep on */
 	atomic_uint sleepers;		   /* collectors asleep on done_seq (or about to be) */
@@ -161,10 +174,25 @@ static void wait_idle(struct ods_batch *b)
 		sched_yield();
 }
 
+static void stats_print(struct ods_batch *b)
+{
+	struct bstats *t = &b->st;
+	uint64_t calls = atomic_load(&t->calls), events = atomic_load(&t->events);
+	fprintf(stderr,
+		"opends batch stats: max_nr %u; %llu submits, %llu entries, %.3f ms in submit; %llu get_status "
+		"calls, %llu events (%.1f per call), %llu sleeps, %.3f ms asleep\n",
+		b->max_nr, (unsigned long long)atomic_load(&t->submits), (unsigned long long)atomic_load(&t->entries),
+		(double)atomic_load(&t->submit_ns) / 1e6, (unsigned long long)calls, (unsigned long long)events,
+		calls ? (double)events / (double)calls : 0.0, (unsigned long long)atomic_load(&t->sleeps),
+		(double)atomic_load(&t->sleep_ns) / 1e6);
+}
+
 static void batch_free(void *p)
 {
 	struct ods_batch *b = p;
 	wait_idle(b);
+	if (b->stats)
+		stats_print(b);
 	pthread_mutex_destroy(&b->lock);
 	free(b->entries);
 	free(b);
@@ -207,6 +235,8 @@ OPENDS_API opends_error_t opends_batch_setup(opends_batch_t *batch, unsigned max
 	b->max_nr = max_nr;
 	const char *sp = getenv("OPENDS_AB_BATCH_SPIN_US");
 	b->spin_ns = sp ? strtoull(sp, NULL, 10) * 1000u : DEF_SPIN_NS;
+	const char *st = getenv("OPENDS_BATCH_STATS");
+	b->stats = st && !strcmp(st, "1");
 	b->entries = e;
 	for (unsigned i = max_nr; i > 0; i--) {
 		e[i - 1].b = b;
@@ -264,6 +294,7 @@ OPENDS_API opends_error_t opends_batch_submit(opends_batch_t batch, unsigned nr,
 		return INVALID("opends_batch_submit: nr is 0");
 	if (flags)
 		return INVALID("opends_batch_submit: flags is 0x%x; it must be 0", flags);
+	uint64_t t0 = b->stats ? mono_ns() : 0;
 
 	/* Reserve nr entries or refuse the whole submit. */
 	pthread_mutex_lock(&b->lock);
@@ -360,6 +391,11 @@ OPENDS_API opends_error_t opends_batch_submit(opends_batch_t batch, unsigned nr,
 	}
 	if (nmany)
 		ods_io_submit_many(many, nmany);
+	if (b->stats) {
+		atomic_fetch_add_explicit(&b->st.submits, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&b->st.entries, nr, memory_order_relaxed);
+		atomic_fetch_add_explicit(&b->st.submit_ns, mono_ns() - t0, memory_order_relaxed);
+	}
 	return ods_ok();
 }
 
@@ -418,8 +454,14 @@ OPENDS_API opends_error_t opends_batch_get_status(opends_batch_t batch, unsigned
 			break;
 		pthread_mutex_unlock(&b->lock);
 		bool in_time = true;
-		if (!atomic_load(&b->done_top))
+		if (!atomic_load(&b->done_top)) {
+			uint64_t t0 = b->stats ? mono_ns() : 0;
 			in_time = await_finish(b, seq, timeout ? &dl : NULL, b->spin_ns);
+			if (b->stats) {
+				atomic_fetch_add_explicit(&b->st.sleeps, 1, memory_order_relaxed);
+				atomic_fetch_add_explicit(&b->st.sleep_ns, mono_ns() - t0, memory_order_relaxed);
+			}
+		}
 		pthread_mutex_lock(&b->lock);
 		if (!in_time) {
 			collect(b);
@@ -455,6 +497,10 @@ OPENDS_API opends_error_t opends_batch_get_status(opends_batch_t batch, unsigned
 	}
 	pthread_mutex_unlock(&b->lock);
 	*nr = n;
+	if (b->stats) {
+		atomic_fetch_add_explicit(&b->st.calls, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&b->st.events, n, memory_order_relaxed);
+	}
 	if (why)
 		ods_fail((int)-why_res, "opends_batch_get_status: the entry with cookie %p: %s", why_cookie, why);
 	return ods_ok();
