@@ -19,6 +19,22 @@
 #define DESC_V1 (offsetof(opends_source_desc_t, domain) + sizeof(uint64_t))
 #define OPS_V1 (offsetof(opends_source_ops_t, describe) + sizeof(void (*)(void)))
 
+/* name into dst[n]: whole when it fits, else its head and tail around
+ * "..." (an object path's end, often what tells two objects apart, stays
+ * visible; a silent cut would read as the name of another object). */
+static void abbrev(char *dst, size_t n, const char *name)
+{
+	size_t len = strlen(name);
+	if (len < n) {
+		memcpy(dst, name, len + 1);
+		return;
+	}
+	size_t tail = (n - 4) / 2, head = n - 4 - tail;
+	memcpy(dst, name, head);
+	memcpy(dst + head, "...", 3);
+	memcpy(dst + head + 3, name + len - tail, tail + 1);
+}
+
 OPENDS_API opends_error_t opends_handle_register_source(opends_handle_t *fh, const opends_source_desc_t *desc)
 {
 	ODS_ENTER(FN);
@@ -66,7 +82,7 @@ OPENDS_API opends_error_t opends_handle_register_source(opends_handle_t *fh, con
 	s->size = d.size;
 	s->unit = d.io_unit ? d.io_unit : ODS_SRC_DEF_UNIT;
 	s->max_io = d.max_io;
-	snprintf(s->label, sizeof(s->label), "%s", s->ops.name ? s->ops.name : "source");
+	abbrev(s->label, sizeof(s->label), s->ops.name ? s->ops.name : "source");
 	s->ops.name = s->label;
 	bool writable = !(d.flags & OPENDS_SOURCE_RDONLY) && (blocking ? s->ops.write != NULL : s->ops.write_async != NULL);
 
@@ -217,12 +233,23 @@ ssize_t ods_source_run(struct ods_io *io)
 	return ret < 0 ? ret : (ssize_t)done;
 }
 
+/* The detail of a failed request. It must fit the thread's detail (255
+ * bytes, errors.c) whole, also behind the prefix the call that repeats it
+ * puts in front (await's, or batch_get_status's "the entry with cookie
+ * 0x...: ", at most 64 bytes): the label is shortened (abbrev) to leave
+ * room for the offsets and the error, which a long object name would push
+ * out. */
+#define DETAIL_MAX (255u - 64u)
 static void fail_text(char *buf, size_t n, const struct ods_io *io, ssize_t r)
 {
 	const struct ods_source *s = io->fh->src;
-	snprintf(buf, n, "%s: %s of %zu bytes at offset %lld failed at offset %lld: %s", s->label,
-		 io->opcode == OPENDS_READ ? "read" : "write", io->size, (long long)io->off,
-		 (long long)(off_t)io->be_scratch[0], opends_op_status_error((int)r));
+	char rest[200], label[ODS_SRC_LABEL];
+	int k = snprintf(rest, sizeof(rest), ": %s of %zu bytes at offset %lld failed at offset %lld: %s",
+			 io->opcode == OPENDS_READ ? "read" : "write", io->size, (long long)io->off,
+			 (long long)(off_t)io->be_scratch[0], opends_op_status_error((int)r));
+	size_t room = k > 0 && (size_t)k < DETAIL_MAX - 40 ? DETAIL_MAX - (size_t)k : 40;
+	abbrev(label, room < sizeof(label) ? room + 1 : sizeof(label), s->label);
+	snprintf(buf, n, "%s%s", label, rest);
 }
 
 void ods_source_fail(const struct ods_io *io, ssize_t r)

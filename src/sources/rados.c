@@ -321,7 +321,6 @@ struct rsrc {
 	struct conn *conn; /* open_url's: owns io and striper; NULL: the caller's ioctx */
 	char *oid;
 	unsigned timeout;  /* the client's rados_osd_op_timeout, s (0: none) */
-	char label[ODS_SRC_LABEL];
 };
 
 struct rop {
@@ -420,14 +419,18 @@ static const opends_source_ops_t rados_ops = {
 	.describe = r_describe,
 };
 
+/* A number of the client's configuration. librados prints these options
+ * as plain integers (ceph's own parser refuses "0.5" for them); they are
+ * read with the one parser of the OPENDS_* numbers, not strtod, whose
+ * decimal separator follows the program's LC_NUMERIC (a program that set
+ * de_DE would read "1,5" as one and a half). Anything else: dflt. */
 static size_t conf_num(void *cluster, const char *name, size_t dflt)
 {
 	char v[64] = "";
-	if (rlib.conf_get(cluster, name, v, sizeof(v)) < 0)
+	uint64_t n;
+	if (rlib.conf_get(cluster, name, v, sizeof(v)) < 0 || !ods_parse_u64(v, &n) || n > SIZE_MAX)
 		return dflt;
-	char *end;
-	double d = strtod(v, &end);
-	return end == v || d < 0 ? dflt : (size_t)d;
+	return (size_t)n;
 }
 
 /* Register s (on success it belongs to the handle). */
@@ -441,8 +444,13 @@ static int r_register(opends_handle_t *fh, struct rsrc *s, const char *pool, boo
 	opends_source_desc_t d;
 	memset(&d, 0, sizeof(d));
 	opends_source_ops_t o = rados_ops;
-	snprintf(s->label, sizeof(s->label), "rados://%s/%s%s", pool, s->oid, s->striper ? " (striped)" : "");
-	o.name = s->label;
+	/* the whole name: registration abbreviates it to fit (source.c) */
+	size_t ln = strlen(pool) + strlen(s->oid) + 32;
+	char *label = malloc(ln);
+	if (!label)
+		return ods_fail(OPENDS_NOMEM_ERROR, "rados: out of memory");
+	snprintf(label, ln, "rados://%s/%s%s", pool, s->oid, s->striper ? " (striped)" : "");
+	o.name = label;
 	d.struct_size = sizeof(d);
 	d.ops = &o;
 	d.src = s;
@@ -459,6 +467,7 @@ static int r_register(opends_handle_t *fh, struct rsrc *s, const char *pool, boo
 	d.max_inflight = nops == 0 ? 1u : nops < 64 ? (unsigned)nops : 64u;
 	d.domain = (uint64_t)(uintptr_t)cluster;
 	opends_error_t e = opends_handle_register_source(fh, &d);
+	free(label);
 	return e.err;
 }
 

@@ -10,6 +10,12 @@
  *  - O_WRONLY handles refuse reads (-EBADF); op_timeout=0 makes describe
  *    warn; a missing pool fails the open with OPENDS_FS_SETUP_ERROR; an
  *    object the cluster refuses to create (O_CREAT) with OPENDS_IO_ERROR;
+ *  - names of 2048 bytes (osd_max_object_name_len) that differ only at
+ *    the end: each handle reads and writes its own object (checked with
+ *    the rados CLI), describe shows the name's head and tail around
+ *    "..."; a 2049-byte name reads -ENAMETOOLONG with a detail that still
+ *    ends with the offsets and the error (before, the name was cut at 199
+ *    bytes in both, its tail lost and the detail's end pushed out);
  *  - 1000 open / read / deregister cycles, byte-exact (ASan: nothing leaks);
  *  - opends_source_libraries lists librados and the striper.
  */
@@ -103,6 +109,58 @@ static void names(void)
 	VERIFY(buf, data, sizeof(data), "read of \"%s\" by %s", name, url);
 	OK(opends_handle_deregister(fh));
 	r_rm(name, NULL, false);
+}
+
+static void long_names(void)
+{
+	t_phase = "2048-byte names";
+	static char name[2][2049], url[2][4096];
+	static uint8_t data[2][4096], buf[4096];
+	for (int i = 0; i < 2; i++) {
+		int k = snprintf(name[i], sizeof(name[i]), "long-%s-", r_tag);
+		memset(name[i] + k, 'k', 2048 - (size_t)k - 6);
+		snprintf(name[i] + 2048 - 6, 7, "-end-%c", 'A' + i);
+		CHECK(strlen(name[i]) == 2048);
+		r_url(url[i], sizeof(url[i]), name[i], NULL);
+		t_fill(data[i], (uint64_t)(11 + i) << 20, sizeof(data[i]), hashpat);
+	}
+	opends_handle_t fh[2];
+	for (int i = 0; i < 2; i++) {
+		fh[i] = r_open(url[i], O_RDWR | O_CREAT);
+		EXPECT_SSZ(opends_sync_write(fh[i], data[i], sizeof(data[i]), 0, 0), (ssize_t)sizeof(data[i]));
+		char d[512];
+		OK(opends_describe(fh[i], d, sizeof(d)));
+		char tail[16];
+		snprintf(tail, sizeof(tail), "kk-end-%c (", 'A' + i);
+		CHECKF(strstr(d, "rados://") && strstr(d, "...") && strstr(d, tail),
+		       "describe does not show the name's head, \"...\" and tail %s: %s", tail, d);
+	}
+	for (int i = 0; i < 2; i++) {
+		memset(buf, 0, sizeof(buf));
+		EXPECT_SSZ(opends_sync_read(fh[i], buf, sizeof(buf), 0, 0), (ssize_t)sizeof(buf));
+		VERIFY(buf, data[i], sizeof(buf), "object %c read through its handle", 'A' + i);
+		size_t n = 0;
+		uint8_t *got = r_get(name[i], &n, NULL, false);
+		CHECKF(got && n == sizeof(data[i]), "rados get of object %c: %zu bytes", 'A' + i, n);
+		VERIFY(got, data[i], n, "object %c as the rados CLI reads it", 'A' + i);
+		free(got);
+		OK(opends_handle_deregister(fh[i]));
+		r_rm(name[i], NULL, false);
+	}
+
+	t_phase = "a 2049-byte name";
+	static char lname[2050], lurl[4096];
+	memcpy(lname, name[0], 2048);
+	lname[2048] = 'Z';
+	r_url(lurl, sizeof(lurl), lname, NULL);
+	opends_handle_t lh = r_open(lurl, O_RDONLY);
+	EXPECT_SSZ(opends_sync_read(lh, buf, 16, 0, 0), -ENAMETOOLONG);
+	const char *det = t_detail();
+	CHECKF(strstr(det, "rados://") && strstr(det, "...") &&
+		       strstr(det, "kk-end-AZ: read of 16 bytes at offset 0 failed at offset 0: ") &&
+		       strstr(det, strerror(ENAMETOOLONG)),
+	       "the detail does not name the object's head and tail, the offsets and the error: %s", det);
+	OK(opends_handle_deregister(lh));
 }
 
 /* 1000 open / read / deregister cycles of rados:// handles (a keeper
@@ -203,6 +261,7 @@ int main(void)
 	t_watchdog(280);
 	t_driver_open();
 	names();
+	long_names();
 	own_ioctx();
 	cycles();
 	limits();

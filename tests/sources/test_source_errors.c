@@ -10,7 +10,11 @@
  *    short piece are -EIO;
  *  - writes through a read-only source (flag, or no write form) are -EBADF;
  *  - OPENDS_SOURCE_DEVICE_MEMORY: the source gets the caller's buffer
- *    (with hostdev, "device memory"), and without it never does.
+ *    (with hostdev, "device memory"), and without it never does;
+ *  - a source name of 600 bytes: details and describe show its head and
+ *    its tail around "...", and a failure's detail still ends with the
+ *    offsets and the error (before: the name was cut at 199 bytes, its
+ *    tail lost, and the detail ended inside the name).
  */
 #include "fake.h"
 #include "families.h"
@@ -217,6 +221,43 @@ static void device_flag(void)
 	free(oracle);
 }
 
+/* Two objects whose 600-byte names differ only at the end. */
+static void long_name(void)
+{
+	t_phase = "long name";
+	static char name[601];
+	memset(name, 'p', 600);
+	memcpy(name, "fake://", 7);
+	memcpy(name + 600 - 8, "-tail-42", 8);
+	struct fake *f = fake_new(FAKE_INLINE, OBJ, hashpat);
+	opends_source_ops_t ops = fake_ops;
+	ops.name = name;
+	opends_source_desc_t d = fake_desc(f);
+	d.ops = &ops;
+	opends_handle_t fh = fake_register(&d);
+	char desc[1024];
+	OK(opends_describe(fh, desc, sizeof(desc)));
+	CHECKF(strstr(desc, "fake://ppp") && strstr(desc, "...") && strstr(desc, "pp-tail-42 ("),
+	       "describe does not show the name's head, \"...\" and tail: %s", desc);
+	f->fail_errno = ENOENT;
+	f->fail_at = 0;
+	uint8_t b[16];
+	static const char *const fname[] = { "sync", "async", "batch" };
+	for (int fam = 0; fam < 3; fam++) {
+		EXPECT_SSZ(fam ? do_io(fam == 1 ? ASYNC : BATCH, OPENDS_READ, fh, b, 16, 0, 0)
+			       : opends_sync_read(fh, b, 16, 0, 0),
+			   -ENOENT);
+		const char *det = t_detail();
+		CHECKF(strstr(det, "fake://ppp") && strstr(det, "...") && strstr(det, "-tail-42: read of 16 bytes"),
+		       "%s detail does not show the name's head and tail: %s", fname[fam], det);
+		CHECKF(strstr(det, "at offset 0 failed at offset 0: ") &&
+			       strlen(det) < 256 && strstr(det, opends_op_status_error(-ENOENT)),
+		       "%s detail does not end with the offsets and the error: %s", fname[fam], det);
+	}
+	OK(opends_handle_deregister(fh));
+	fake_free(f);
+}
+
 int main(int argc, char **argv)
 {
 	t_args(argc, argv);
@@ -232,6 +273,7 @@ int main(int argc, char **argv)
 	for (int m = FAKE_INLINE; m <= FAKE_BLOCKING; m++)
 		failures((enum fake_mode)m);
 	device_flag();
+	long_name();
 	fam_close();
 	OK(opends_driver_close());
 	printf("source errors: registration checks, -errno, -EIO, -EBADF, device flag (%s, %s)\n",
