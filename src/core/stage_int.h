@@ -95,6 +95,11 @@ void ods_stage_write_close(struct ods_stage *s);
 /* true: io ran and completed here; false: queue it as any other */
 bool ods_stage_write_caller(struct ods_stage *s, struct ods_io *io);
 
+/* stage_ra.c: library writes running now on io's file (io's own counted
+ * from ods_ra_write_begin; files share 64 counters, so another file's
+ * write may count too) */
+unsigned ods_ra_writes_running(const struct ods_io *io);
+
 /* stage_mem.c */
 bool ods_stage_async_copies(const struct ods_accel *a);
 /* Fit threads x depth x chunk of staging into what is left of the budget

@@ -54,7 +54,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "ods.h"
+#include "stage_int.h"
 
 #define RA_MAX ((size_t)64 << 20)          /* larger calls keep the engine's own overlap */
 #define RA_QUIET_NS (100 * 1000 * 1000LL)   /* 100 ms */
@@ -198,6 +198,11 @@ void ods_ra_write_begin(struct ods_io *io)
 	io->be_scratch[2] = (uintptr_t)io->done;
 	io->be_scratch[3] = b;
 	io->done = write_done;
+}
+
+unsigned ods_ra_writes_running(const struct ods_io *io)
+{
+	return atomic_load(&wb[bucket(io->fh)].running);
 }
 
 /* ---- the state ---------------------------------------------------------------- */

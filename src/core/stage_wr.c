@@ -23,7 +23,8 @@
  * most WR_MAX, on a regular file with an O_DIRECT fd (the caller's or its
  * twin), with an accelerator that copies to the host in two halves, and a
  * buffer within the staging budget (at most half of what is left, as
- * read-ahead), by one caller at a time (ods_stage_write_caller says why);
+ * read-ahead), by one caller at a time while no other write of the file
+ * runs (ods_stage_write_caller says why);
  * anything else, and a first write that O_DIRECT refuses, goes through
  * the engine as before (its range allocated first).
  */
@@ -210,14 +211,19 @@ bool ods_stage_write_caller(struct ods_stage *s, struct ods_io *io)
 	struct ods_stage_wr *w = s->wr;
 	if (!ods_stage_write_caller_ok(io))
 		return false;
-	/* One caller at a time: a lone synchronous writer gets the disk's
-	 * best shape, large writes one after another; several writing at
-	 * once already keep the disk busy through the engine, which spreads
-	 * their chunks over every worker (H200 probe, 4 GiB: 1 thread x 16
-	 * MiB calls 2096 MiB/s this way against 1711-1806 through the engine;
-	 * 8 threads 1980 with 8 MiB pieces, 973 with 16 MiB, against
-	 * 1809-2069 through the engine). */
-	if (!w || atomic_exchange_explicit(&w->busy, true, memory_order_acquire))
+	/* A lone writer only: one caller at a time, and only while no other
+	 * write of the file runs (this one counts from ods_ra_write_begin).
+	 * A lone synchronous writer gets the disk's best shape, large writes
+	 * one after another; several writing at once already keep the disk
+	 * busy through the engine, which spreads their chunks over every
+	 * worker (H200 probe, 4 GiB: 1 thread x 16 MiB calls 2096 MiB/s this
+	 * way against 1711-1806 through the engine; 8 threads 1980 with 8 MiB
+	 * pieces, 973 with 16 MiB, against 1809-2069 through the engine).
+	 * With busy alone, whichever of write8t's 8 threads found it free
+	 * wrote this way, into a range not allocated first, beside the
+	 * engine's writes of the others: 1803 MiB/s against 2158 with every
+	 * write through the engine (sweep 62972db, OPENDS_WRITE_PIECE=0). */
+	if (!w || ods_ra_writes_running(io) > 1 || atomic_exchange_explicit(&w->busy, true, memory_order_acquire))
 		return to_engine(io);
 	int dfd = ods_handle_fd_direct(io->fh);
 	char *b = dfd >= 0 ? buf_get(w, s->accel) : NULL;
