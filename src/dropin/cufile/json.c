@@ -6,6 +6,7 @@
  * beyond the file's text.
  */
 #include <ctype.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,17 +82,64 @@ static bool string(struct jp *p, char *out, size_t outlen)
 	return p->s < p->end && *p->s++ == '"';
 }
 
+/* A JSON number, read by its grammar (-? digits (. digits)? ([eE] [+-]?
+ * digits)?) rather than strtod: strtod follows the program's LC_NUMERIC,
+ * so after setlocale(LC_NUMERIC, "de_DE.UTF-8") it stops at '.' and reads
+ * "1048576,4194304" as one number; JSON is locale-free. Integers up to
+ * 2^53 (all cufile.json holds) are exact; fractions are near enough (the
+ * keys read want whole numbers and refuse others). */
 static bool number(struct jp *p, double *v)
 {
 	skip(p);
-	/* JSON's numbers only (strtod also takes nan, inf, hex) */
-	if (p->s >= p->end || !(*p->s == '-' || isdigit((unsigned char)*p->s)))
+	const char *c = p->s, *end = p->end;
+	bool neg = c < end && *c == '-';
+	c += neg;
+	if (c >= end || !isdigit((unsigned char)*c))
 		return false;
-	char *e;
-	*v = strtod(p->s, &e);
-	if (e == p->s || e > p->end)
-		return false;
-	p->s = e;
+	uint64_t mant = 0; /* the first 19 significant digits */
+	int digits = 0, exp10 = 0;
+	for (; c < end && isdigit((unsigned char)*c); c++) {
+		if (digits < 19) {
+			mant = mant * 10 + (uint64_t)(*c - '0');
+			digits += mant != 0;
+		} else {
+			exp10++; /* a digit past the 19th: only its place counts */
+		}
+	}
+	if (c < end && *c == '.') {
+		c++;
+		if (c >= end || !isdigit((unsigned char)*c))
+			return false;
+		for (; c < end && isdigit((unsigned char)*c); c++) {
+			if (digits < 19) {
+				mant = mant * 10 + (uint64_t)(*c - '0');
+				digits += mant != 0;
+				exp10--;
+			}
+		}
+	}
+	if (c < end && (*c == 'e' || *c == 'E')) {
+		c++;
+		bool eneg = c < end && (*c == '-' || *c == '+') ? *c++ == '-' : false;
+		if (c >= end || !isdigit((unsigned char)*c))
+			return false;
+		int e = 0;
+		for (; c < end && isdigit((unsigned char)*c); c++)
+			if (e < 100000)
+				e = e * 10 + (*c - '0');
+		exp10 += eneg ? -e : e;
+	}
+	double x = (double)mant;
+	/* scale by 10^exp10; past the range of a double it ends at inf or 0,
+	 * which the range checks of the keys refuse */
+	for (; exp10 > 0 && x != 0 && x <= 1e300; exp10--)
+		x *= 10;
+	if (exp10 > 0 && x != 0)
+		x *= 1e300 * 1e10; /* inf */
+	for (; exp10 < 0 && x != 0; exp10++)
+		x /= 10;
+	*v = neg ? -x : x;
+	p->s = c;
 	return true;
 }
 
@@ -201,8 +249,8 @@ int cfd_json_read(const char *file, cfd_json_fn fn, void *arg)
 	if (!f)
 		return -1;
 	/* one byte more than the cap: a file that fills it is refused whole
-	 * (not cut), and the text ends in a NUL, so strtod in number() stops
-	 * at the end of the data even when a number is the last token */
+	 * (not cut), and the text ends in a NUL (number() also stops at the
+	 * end of the data) */
 	enum { CAP = 1 << 20 };
 	char *text = malloc(CAP + 1);
 	size_t n = text ? fread(text, 1, CAP + 1, f) : 0;
