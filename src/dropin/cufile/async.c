@@ -81,7 +81,6 @@ EXPORT CUfileError_t cuFileBatchIOSubmit(CUfileBatchHandle_t batch_idp, unsigned
 	CFD_ENTER(e);
 	if (e.err)
 		return e;
-	pset_del(&cfd_cancelled, batch_idp); /* new work is reported again */
 	uint64_t t0 = cfd_stats_on() ? cfd_stats_t0() : 0;
 	/* NVIDIA answers every submit it refuses with INTERNAL_BATCH_SUBMIT_ERROR
 	 * (5040): 0 entries, more than set up, the entries above */
@@ -110,6 +109,8 @@ EXPORT CUfileError_t cuFileBatchIOSubmit(CUfileBatchHandle_t batch_idp, unsigned
 		free(p);
 	if (t0)
 		cfd_stats_submit(nr, iocbp, !oe.err, t0);
+	if (!oe.err) /* new work is reported again (a refused submit changes nothing) */
+		pset_del(&cfd_cancelled, batch_idp);
 	if (oe.err == OPENDS_BATCH_FULL) /* NVIDIA 1.15.1: more entries than set up */
 		return cfd_st(CU_FILE_INTERNAL_BATCH_SUBMIT_ERROR, 0);
 	return cfd_from_ods(oe);
@@ -161,6 +162,22 @@ EXPORT CUfileError_t cuFileBatchIOCancel(CUfileBatchHandle_t batch_idp)
 	CUfileError_t r = cfd_from_ods(opends_batch_cancel((opends_batch_t)batch_idp));
 	if (cfd_stats_on())
 		cfd_stats_op(CFD_ST_BATCH_CANCEL, !r.err);
+	if (r.err == CU_FILE_SUCCESS) {
+		/* NVIDIA delivers no events after a cancel; OpenDS keeps one per
+		 * entry (CANCELED, or COMPLETE for those that had run) and they
+		 * would hold the batch's room and come back after the next
+		 * submit, mixed with its own. Nothing of the batch runs once
+		 * opends_batch_cancel returns, so they are all there to take
+		 * now: the batch is empty, and reusable at once. */
+		opends_io_events_t ev[64];
+		struct timespec now = { 0, 0 };
+		unsigned n;
+		do {
+			n = 64;
+			if (opends_batch_get_status((opends_batch_t)batch_idp, 0, &n, ev, &now).err)
+				break;
+		} while (n > 0);
+	}
 	if (r.err == CU_FILE_SUCCESS && !pset_add(&cfd_cancelled, batch_idp))
 		return cfd_st(CU_FILE_NOMEM_ERROR, 0);
 	return r;
