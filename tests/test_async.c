@@ -11,7 +11,9 @@
  *  - async writes, checked with plain pread;
  *  - 10,000 small reads with up to 1000 outstanding, also with one worker
  *    and queue depth 1, so submission must apply back-pressure instead of
- *    failing.
+ *    failing;
+ *  - OPENDS_CALLER_STATS=1 prints, at driver close, one line counting
+ *    each kind of call the caller made (exact counts).
  */
 #include "common.h"
 
@@ -264,6 +266,54 @@ static void cross_thread(opends_handle_t h)
 	}
 }
 
+/* OPENDS_CALLER_STATS=1: the line on stderr at close counts exactly the
+ * calls made (1 register, 8 submits and awaits, 1 sync read, 1
+ * deregister), and the reads are unchanged by it. */
+static void caller_stats(const char *path)
+{
+	t_phase = "OPENDS_CALLER_STATS=1";
+	char log[PATH_MAX];
+	t_path(log, sizeof log, "caller_stats.log");
+	int lfd = open(log, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	CHECKF(lfd >= 0, "open %s: %s", log, strerror(errno));
+	fflush(stderr);
+	int saved = dup(2);
+	CHECKF(saved >= 0 && dup2(lfd, 2) == 2, "redirecting stderr: %s", strerror(errno));
+	setenv("OPENDS_CALLER_STATS", "1", 1);
+	t_driver_open();
+	int fd = t_open(path, O_RDONLY, false);
+	opends_handle_t h = t_register(fd);
+	enum { N = 8 };
+	static opends_async_future_t fut[N];
+	static uint8_t dst[N][8192];
+	for (unsigned i = 0; i < N; i++)
+		OK(opends_async_read(h, dst[i], 8192, (off_t)i * 8192, 0, &fut[i]));
+	for (unsigned i = 0; i < N; i++) {
+		EXPECT_SSZ_ND(opends_async_await(&fut[i]), 8192);
+		VERIFY(dst[i], oracle + (size_t)i * 8192, 8192, "future %u with stats on", i);
+	}
+	EXPECT_SSZ_ND(opends_sync_read(h, dst[0], 4096, 4096, 0), 4096);
+	VERIFY(dst[0], oracle + 4096, 4096, "sync read with stats on");
+	OK(opends_handle_deregister(h));
+	close(fd);
+	OK(opends_driver_close());
+	unsetenv("OPENDS_CALLER_STATS");
+	fflush(stderr);
+	CHECKF(dup2(saved, 2) == 2, "restoring stderr: %s", strerror(errno));
+	close(saved);
+	char text[2048];
+	ssize_t n = pread(lfd, text, sizeof(text) - 1, 0);
+	close(lfd);
+	unlink(log);
+	CHECKF(n > 0, "no statistics line on stderr");
+	text[n] = 0;
+	static const char *const want[] = { "opends caller stats:", " register 1 x ", " deregister 1 x ",
+					    " sync_read 1 x ", " async_submit 8 x ", " await 8 x " };
+	for (unsigned i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		CHECKF(strstr(text, want[i]) != NULL, "statistics line lacks '%s': %s", want[i], text);
+	printf("caller statistics: OK\n");
+}
+
 int main(int argc, char **argv)
 {
 	t_args(argc, argv);
@@ -326,6 +376,7 @@ int main(int argc, char **argv)
 	}
 	close(fd);
 	printf("close with futures in flight: OK\n");
+	caller_stats(path);
 	free(oracle);
 	return 0;
 }

@@ -2,8 +2,10 @@
  * future-based calls. Streams and batches (stream.c, batch.c) build on the
  * same ods_io requests. */
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ods.h"
 
@@ -91,6 +93,54 @@ ssize_t ods_io_prepare(struct ods_io *io, int opcode, opends_handle_t fh, const 
 }
 
 atomic_long ods_inflight;
+
+/* ---- caller statistics (ods.h) ------------------------------------------ */
+
+atomic_bool ods_cstats_on;
+static struct {
+	atomic_ulong n, ns;
+} cstats[ODS_CS_N];
+
+uint64_t ods_cs_now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+void ods_cs_add(unsigned k, uint64_t t0)
+{
+	uint64_t dt = ods_cs_now() - t0;
+	atomic_fetch_add_explicit(&cstats[k].n, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&cstats[k].ns, dt, memory_order_relaxed);
+}
+
+void ods_cstats_open(void)
+{
+	const char *v = getenv("OPENDS_CALLER_STATS");
+	atomic_store(&ods_cstats_on, v && !strcmp(v, "1"));
+	for (unsigned k = 0; k < ODS_CS_N; k++) {
+		atomic_store(&cstats[k].n, 0);
+		atomic_store(&cstats[k].ns, 0);
+	}
+}
+
+void ods_cstats_close(void)
+{
+	static const char *const names[ODS_CS_N] = { "register", "deregister", "sync_read", "async_submit",
+						     "await", "await_not_done", "cachestat" };
+	if (!atomic_load(&ods_cstats_on))
+		return;
+	char line[512];
+	int len = snprintf(line, sizeof(line), "opends caller stats:");
+	for (unsigned k = 0; k < ODS_CS_N && len > 0 && (size_t)len < sizeof(line); k++) {
+		unsigned long n = atomic_load(&cstats[k].n), ns = atomic_load(&cstats[k].ns);
+		len += snprintf(line + len, sizeof(line) - (size_t)len, " %s %lu x %.2f us (%.1f ms);", names[k], n,
+				n ? (double)ns / (double)n / 1e3 : 0.0, (double)ns / 1e6);
+	}
+	fprintf(stderr, "%s\n", line);
+	atomic_store(&ods_cstats_on, false);
+}
 
 /* What ods_io_complete takes back: every io counts in ods_inflight, one
  * that is not synchronous in its handle's too (deregister waits on it). */
@@ -222,7 +272,10 @@ static ssize_t sync_rw(int opcode, opends_handle_t fh, const void *buf, size_t s
 OPENDS_API ssize_t opends_sync_read(opends_handle_t fh, void *buf, size_t size, off_t file_offset, off_t buf_offset)
 {
 	ODS_ENTER_SSIZE("opends_sync_read");
-	return sync_rw(OPENDS_READ, fh, buf, size, file_offset, buf_offset);
+	uint64_t t0 = ods_cs_begin();
+	ssize_t r = sync_rw(OPENDS_READ, fh, buf, size, file_offset, buf_offset);
+	ods_cs_end(ODS_CS_SYNC_READ, t0);
+	return r;
 }
 
 OPENDS_API ssize_t opends_sync_write(opends_handle_t fh, const void *buf, size_t size, off_t file_offset,
@@ -299,7 +352,10 @@ OPENDS_API opends_error_t opends_async_read(opends_handle_t fh, void *buf, size_
 					    off_t buf_offset, opends_async_future_t *future)
 {
 	ODS_ENTER("opends_async_read");
-	return async_rw(OPENDS_READ, fh, buf, size, file_offset, buf_offset, future);
+	uint64_t t0 = ods_cs_begin();
+	opends_error_t e = async_rw(OPENDS_READ, fh, buf, size, file_offset, buf_offset, future);
+	ods_cs_end(ODS_CS_ASYNC_SUBMIT, t0);
+	return e;
 }
 
 OPENDS_API opends_error_t opends_async_write(opends_handle_t fh, const void *buf, size_t size, off_t file_offset,
@@ -328,7 +384,12 @@ OPENDS_API ssize_t opends_async_await(opends_async_future_t *future)
 	struct ods_future *f = future_of(future, "opends_async_await");
 	if (!f)
 		return -OPENDS_INVALID_VALUE;
+	uint64_t t0 = ods_cs_begin();
+	bool waited = t0 && atomic_load_explicit(&f->state, memory_order_acquire) != W_DONE;
 	wait_done(&f->state);
+	ods_cs_end(ODS_CS_AWAIT, t0);
+	if (waited)
+		ods_cs_end(ODS_CS_AWAIT_WAITED, t0);
 	if (f->result < 0 && f->why)
 		ods_fail((int)-f->result, "opends_async_await: %s", f->why);
 	else if (f->result < 0)

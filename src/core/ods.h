@@ -276,6 +276,39 @@ void ods_sources_forget(void);
  * code. */
 int ods_handle_add(struct ods_handle *h);
 
+/* ---- caller statistics (OPENDS_CALLER_STATS=1, io.c) ---------------------
+ * Time the calling thread spends inside the calls it makes per small file
+ * (register, submit, await, deregister, sync read) and the page-cache
+ * probes, summed over every thread and printed on stderr at driver close:
+ * whether a many-small-files leg is bound by its caller (the sums come
+ * near the leg's time) or by the workers (the caller mostly waits in
+ * await). Off: one predictable branch per call. */
+enum {
+	ODS_CS_REGISTER,
+	ODS_CS_DEREGISTER,
+	ODS_CS_SYNC_READ,
+	ODS_CS_ASYNC_SUBMIT,
+	ODS_CS_AWAIT,       /* every await; n: calls */
+	ODS_CS_AWAIT_WAITED, /* the awaits that found the future not done yet */
+	ODS_CS_CACHESTAT,   /* page-cache probes, callers' and workers' */
+	ODS_CS_N
+};
+extern atomic_bool ods_cstats_on;
+uint64_t ods_cs_now(void);
+void ods_cs_add(unsigned k, uint64_t t0);
+static inline uint64_t ods_cs_begin(void)
+{
+	return __builtin_expect(atomic_load_explicit(&ods_cstats_on, memory_order_relaxed), 0) ? ods_cs_now() : 0;
+}
+static inline void ods_cs_end(unsigned k, uint64_t t0)
+{
+	if (__builtin_expect(t0 != 0, 0))
+		ods_cs_add(k, t0);
+}
+/* at driver open (reads the variable) and close (prints, clears) */
+void ods_cstats_open(void);
+void ods_cstats_close(void);
+
 /* ---- waiting: futex-based one-shot completion ------------------------- */
 
 void ods_futex_wait(atomic_uint *addr, unsigned expected);

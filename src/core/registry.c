@@ -36,6 +36,7 @@ static size_t nregions, regions_cap;
 
 int ods_registry_init(void)
 {
+	ods_cstats_open();
 	ods_slots_init(&handles);
 	return 0;
 }
@@ -98,6 +99,7 @@ static void handle_free_cb(void *h)
 
 void ods_registry_fini(void)
 {
+	ods_cstats_close();
 	ods_slots_fini(&handles, handle_free_cb);
 	while (nspare)
 		free(spare[--nspare]);
@@ -219,12 +221,22 @@ static bool in_use_here(opends_handle_t fh)
 	return busy;
 }
 
+static opends_error_t handle_register(opends_handle_t *fh, int fd);
+
 OPENDS_API opends_error_t opends_handle_register(opends_handle_t *fh, int fd)
+{
+	ODS_ENTER("opends_handle_register");
+	uint64_t t0 = ods_cs_begin();
+	opends_error_t e = handle_register(fh, fd);
+	ods_cs_end(ODS_CS_REGISTER, t0);
+	return e;
+}
+
+static opends_error_t handle_register(opends_handle_t *fh, int fd)
 {
 	struct stat st;
 	int fl;
 
-	ODS_ENTER("opends_handle_register");
 	if (!fh)
 		return ods_err(ods_fail(OPENDS_INVALID_VALUE, "opends_handle_register: fh is NULL"), 0);
 	if (fd < 0 || (fl = fcntl(fd, F_GETFL)) < 0 || fstat(fd, &st) < 0)
@@ -298,9 +310,19 @@ OPENDS_API opends_error_t opends_handle_register(opends_handle_t *fh, int fd)
 	return ods_ok();
 }
 
+static opends_error_t handle_deregister(opends_handle_t fh);
+
 OPENDS_API opends_error_t opends_handle_deregister(opends_handle_t fh)
 {
 	ODS_ENTER("opends_handle_deregister");
+	uint64_t t0 = ods_cs_begin();
+	opends_error_t e = handle_deregister(fh);
+	ods_cs_end(ODS_CS_DEREGISTER, t0);
+	return e;
+}
+
+static opends_error_t handle_deregister(opends_handle_t fh)
+{
 	if (!fh)
 		return ods_err(ods_fail(OPENDS_INVALID_VALUE, "opends_handle_deregister: fh is NULL"), 0);
 	/* A callback of I/O on this very handle (a source's read run by a

@@ -52,7 +52,10 @@ bool ods_uring_cached(int fd, off_t c0, off_t c1, off_t fsize)
 	struct ods_cachestat_range rg = { (uint64_t)p0, (uint64_t)(p1 - p0) };
 	struct ods_cachestat cs;
 	ods_uring_cachestats++;
-	if (syscall(__NR_cachestat, fd, &rg, &cs, 0) != 0) {
+	uint64_t t0 = ods_cs_begin();
+	long rc = syscall(__NR_cachestat, fd, &rg, &cs, 0);
+	ods_cs_end(ODS_CS_CACHESTAT, t0);
+	if (rc != 0) {
 		if (errno == ENOSYS)
 			atomic_store_explicit(&cs_state.missing, true, memory_order_relaxed);
 		return false;
