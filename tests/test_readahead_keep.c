@@ -11,6 +11,8 @@
  *           8 MiB calls does not fit them and reserves its own
  *   off     OPENDS_RA_KEEP=0: given back with each handle
  *   close   the driver's close gives them back (reopened: all left)
+ *   depth   OPENDS_RA_DEPTH=1, 4 (and 9, 0, "2x": the default 2): depth + 1
+ *           buffers reserved, served, byte-exact
  */
 #include "common.h"
 
@@ -95,6 +97,26 @@ static void c_close(void)
 	OK(opends_driver_close());
 }
 
+static void depth_case(const char *v, unsigned nb)
+{
+	setenv("OPENDS_RA_DEPTH", v, 1);
+	open_driver();
+	size_t left0 = ods_pinned_left(), during;
+	unsigned long n = reader(2 * MiB, 8, &during);
+	CHECKF(n > 0 && during == left0 - nb * 2 * MiB, "OPENDS_RA_DEPTH=%s: served %lu, reserved %zu MiB (%u buffers)",
+	       v, n, (left0 - during) >> 20, nb);
+	OK(opends_driver_close());
+}
+
+static void c_depth(void)
+{
+	depth_case("1", 2);
+	depth_case("4", 5);
+	depth_case("9", 3);
+	depth_case("0", 3);
+	depth_case("2x", 3);
+}
+
 int main(int argc, char **argv)
 {
 	const char *c = t_args(argc, argv);
@@ -108,7 +130,8 @@ int main(int argc, char **argv)
 	static const struct {
 		const char *name;
 		void (*fn)(void);
-	} cases[] = { { "kept", c_kept }, { "off", c_off }, { "close", c_close } };
+	} cases[] = { { "kept", c_kept },	    { "off", c_off },	  { "close", c_close },
+		      { "depth", c_depth } };
 	bool ok = true;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		if (!c || !strcmp(c, cases[i].name))

@@ -512,6 +512,7 @@ int ods_stage_open(struct ods_stage **out, const struct ods_stage_params *p, con
 	size_t reserved;
 	unsigned nw = p->threads + ods_stage_extra_workers(p, m, cfg, accel);
 	ods_ra_keep_drop(); /* read-ahead's kept buffers give this engine their budget */
+	ods_ra_setup();
 	fitted.threads = nw; /* every worker's slots within the budget */
 	if ((rc = ods_stage_fit_budget(&fitted, m, cfg, &reserved)))
 		return rc;

@@ -99,6 +99,8 @@ bool ods_stage_write_caller(struct ods_stage *s, struct ods_io *io);
  * from ods_ra_write_begin; files share 64 counters, so another file's
  * write may count too) */
 unsigned ods_ra_writes_running(const struct ods_io *io);
+/* read OPENDS_RA_DEPTH (ods_stage_open) */
+void ods_ra_setup(void);
 
 /* stage_mem.c */
 bool ods_stage_async_copies(const struct ods_accel *a);

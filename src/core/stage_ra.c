@@ -21,7 +21,8 @@
  * the call is not what bounds a sequential reader there: the workers'
  * reads of the next ranges are (gpu1, the engine alone, runs at 44.6).
  *
- * Bounded: RA_BUFS buffers of the call's size per handle that reads ahead,
+ * Bounded: depth + 1 buffers of the call's size per handle that reads ahead
+ * (OPENDS_RA_DEPTH, ra_depth below),
  * taken from the staging budget (OPENDS_MAX_PINNED; at most half of what
  * is left of it) and given back at deregistration; calls above RA_MAX or at most the inline size
  * (OPENDS_INLINE_MAX) never read ahead, and neither does a handle whose
@@ -69,9 +70,22 @@ static struct {
 /* Reads kept in flight ahead of the caller: with one, the workers idle
  * from the moment it completes until the caller's next call queues the
  * following one; with two, a range is always queued behind the one being
- * read. One more buffer holds the range being copied out. */
-#define RA_DEPTH 2
-#define RA_BUFS (RA_DEPTH + 1)
+ * read. One more buffer holds the range being copied out.
+ * OPENDS_RA_DEPTH=1..4 (read when an engine opens; unset or anything
+ * else: 2) is an A/B switch: on the H200 a seq16m call waited for its
+ * range in about 7 % of its time at 2 (OPENDS_RA_STATS), whether from a
+ * read slower than the copy or from the jitter of the one queued behind. */
+#define RA_DEPTH_DEF 2u
+#define RA_DEPTH_MAX 4u
+#define RA_BUFS (RA_DEPTH_MAX + 1) /* (arrays; a handle uses r->nb of them) */
+static atomic_uint ra_depth = RA_DEPTH_DEF;
+
+void ods_ra_setup(void)
+{
+	const char *v = getenv("OPENDS_RA_DEPTH");
+	unsigned d = v && v[0] >= '1' && v[0] <= '0' + (int)RA_DEPTH_MAX && !v[1] ? (unsigned)(v[0] - '0') : RA_DEPTH_DEF;
+	atomic_store_explicit(&ra_depth, d, memory_order_relaxed);
+}
 
 struct slot {
 	char *buf;
@@ -95,6 +109,7 @@ struct ra {
 	atomic_bool want;    /* ods_ra_behind: read ahead from want_off */
 	off_t want_off;
 	size_t cap;          /* bytes of each slot's buffer */
+	unsigned nb;         /* buffers held: the depth + 1 when they were taken */
 	bool pinned;         /* buffers from accel->mem->pinned_alloc */
 	bool refused;        /* the buffers did not fit the budget: never again */
 	unsigned head;       /* the oldest read started (slots head, head+1, ... pending) */
@@ -296,12 +311,13 @@ static struct {
 	pthread_mutex_t lock;
 	char *buf[RA_BUFS];
 	size_t cap;  /* 0: none kept */
+	unsigned nb;
 	bool pinned;
 } keep = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-static void set_free(char *const *buf, size_t cap, bool pinned)
+static void set_free(char *const *buf, unsigned nb, size_t cap, bool pinned)
 {
-	for (unsigned i = 0; i < RA_BUFS; i++) {
+	for (unsigned i = 0; i < nb; i++) {
 		if (!buf[i])
 			continue;
 		if (pinned)
@@ -310,7 +326,7 @@ static void set_free(char *const *buf, size_t cap, bool pinned)
 			free(buf[i]);
 	}
 	if (cap)
-		ods_pinned_release(RA_BUFS * cap);
+		ods_pinned_release(nb * cap);
 }
 
 void ods_ra_keep_drop(void)
@@ -319,11 +335,12 @@ void ods_ra_keep_drop(void)
 	char *buf[RA_BUFS];
 	memcpy(buf, keep.buf, sizeof(buf));
 	size_t cap = keep.cap;
+	unsigned nb = keep.nb;
 	bool pinned = keep.pinned;
 	memset(keep.buf, 0, sizeof(keep.buf));
 	keep.cap = 0;
 	pthread_mutex_unlock(&keep.lock);
-	set_free(buf, cap, pinned);
+	set_free(buf, nb, cap, pinned);
 }
 
 void ods_ra_keep_forget(void)
@@ -351,12 +368,14 @@ static void bufs_release(struct ra *r, bool parking)
 		r->sl[i].buf = NULL;
 	}
 	size_t cap = r->cap;
+	unsigned nb = r->nb;
 	r->cap = 0;
 	if (parking && keep_on()) {
 		pthread_mutex_lock(&keep.lock);
 		if (!keep.cap) {
 			memcpy(keep.buf, buf, sizeof(buf));
 			keep.cap = cap;
+			keep.nb = nb;
 			keep.pinned = r->pinned;
 			cap = 0;
 		}
@@ -364,19 +383,20 @@ static void bufs_release(struct ra *r, bool parking)
 		if (!cap)
 			return;
 	}
-	set_free(buf, cap, r->pinned);
+	set_free(buf, nb, cap, r->pinned);
 }
 
-/* the kept set, when its buffers hold n bytes and not more than 4 x n */
-static bool keep_take(struct ra *r, size_t n, bool pinned)
+/* the kept set, when it has nb buffers of n bytes and not more than 4 x n */
+static bool keep_take(struct ra *r, unsigned nb, size_t n, bool pinned)
 {
 	bool took = false;
 	pthread_mutex_lock(&keep.lock);
-	if (keep.cap >= n && keep.cap / 4 <= n && keep.pinned == pinned) {
+	if (keep.cap >= n && keep.cap / 4 <= n && keep.nb == nb && keep.pinned == pinned) {
 		for (unsigned i = 0; i < RA_BUFS; i++)
 			r->sl[i].buf = keep.buf[i];
 		memset(keep.buf, 0, sizeof(keep.buf));
 		r->cap = keep.cap;
+		r->nb = nb;
 		r->pinned = pinned;
 		keep.cap = 0;
 		took = true;
@@ -389,23 +409,28 @@ static bool keep_take(struct ra *r, size_t n, bool pinned)
  * nothing pending */
 static bool bufs_get(struct ra *r, size_t n)
 {
+	unsigned nb = atomic_load_explicit(&ra_depth, memory_order_relaxed) + 1;
 	n = (n + 4095) & ~(size_t)4095;
+	/* (a handle keeps the number of buffers it got: the one the caller
+	 * copies from may be any of them) */
 	if (r->cap >= n)
 		return true;
 	bufs_release(r, false);
+	r->head = 0;
 	const struct ods_accel_mem *m = ods_drv.accel->mem;
-	if (!r->refused && keep_take(r, n, m && m->pinned_alloc))
+	if (!r->refused && keep_take(r, nb, n, m && m->pinned_alloc))
 		return true;
 	/* at most half of what is left: read-ahead is opportunistic, and an
 	 * engine opened later (a source's) needs its staging (rel's finding:
 	 * four handles reading ahead took all of a 1 MiB budget) */
-	if (r->refused || RA_BUFS * n > ods_pinned_left() / 2 || !ods_pinned_reserve(RA_BUFS * n)) {
+	if (r->refused || nb * n > ods_pinned_left() / 2 || !ods_pinned_reserve(nb * n)) {
 		r->refused = true;
 		return false;
 	}
 	r->pinned = m && m->pinned_alloc;
 	r->cap = n;
-	for (unsigned i = 0; i < RA_BUFS; i++) {
+	r->nb = nb;
+	for (unsigned i = 0; i < nb; i++) {
 		r->sl[i].buf = r->pinned ? m->pinned_alloc(n) : ods_aligned_alloc(n);
 		if (!r->sl[i].buf) {
 			bufs_release(r, false);
@@ -435,7 +460,7 @@ static bool same_file(const struct stat *a, const struct stat *b)
 static bool start(struct ods_handle *h, struct ra *r, size_t len)
 {
 	unsigned b = bucket(h);
-	if (r->npending >= RA_DEPTH || atomic_load(&wb[b].running))
+	if ((r->nb && r->npending >= r->nb - 1) || atomic_load(&wb[b].running))
 		return false; /* (a library write to the file may be running) */
 	uint64_t gen = atomic_load(&wb[b].gen);
 	struct stat st;
@@ -450,7 +475,7 @@ static bool start(struct ods_handle *h, struct ra *r, size_t len)
 		return false;
 	if (len > r->cap)
 		return false;
-	struct slot *x = &r->sl[(r->head + r->npending) % RA_BUFS];
+	struct slot *x = &r->sl[(r->head + r->npending) % r->nb];
 	x->gen = gen;
 	x->st = st;
 	x->off = off;
@@ -508,7 +533,7 @@ static ssize_t usable(struct ods_handle *h, struct ra *r, const struct ods_io *i
 		return -1;
 	}
 	x->pending = false;
-	r->head = (r->head + 1) % RA_BUFS;
+	r->head = (r->head + 1) % r->nb;
 	r->npending--;
 	*xp = x;
 	return (size_t)got < io->size ? got : (ssize_t)io->size;
