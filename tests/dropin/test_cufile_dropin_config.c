@@ -36,7 +36,7 @@ static const char *json(const char *name, unsigned bs)
 	CHECK(f, "fopen %s: %s", p, strerror(errno));
 	fprintf(f,
 		"{ // cuFile's configuration\n"
-		"  \"logging\": { \"level\": \"WARN\" },\n"
+		"  \"logging\": { \"level\": \"WARN\" }, \"profile\": { \"cufile_stats\": 1 },\n"
 		"  \"properties\": { \"io_batchsize\": %u, /* entries */\n"
 		"    \"posix_pool_slab_size_kb\": [4, 64], \"posix_pool_slab_count\": [32, 16] }\n"
 		"}\n",
@@ -108,6 +108,10 @@ static void c_reopen(void)
 static void c_api_wins(void)
 {
 	setenv("CUFILE_ENV_PATH_JSON", json("d.json", 64), 1);
+	CUfileError_t (*set_level)(int) = (CUfileError_t(*)(int))dlsym(L.lib, "cuFileSetStatsLevel");
+	CUfileError_t (*get_level)(int *) = (CUfileError_t(*)(int *))dlsym(L.lib, "cuFileGetStatsLevel");
+	CHECK(set_level && get_level, "statistics level calls missing");
+	CU_OK(set_level(2)); /* the file says 1: the API's level stands at the open, and the next */
 	CU_OK(L.cuFileSetParameterSizeT(CUFILE_PARAM_PROPERTIES_IO_BATCHSIZE, 20));
 	CU_OK(L.cuFileSetParameterString(CUFILE_PARAM_LOGGING_LEVEL, "INFO"));
 	CHECK(batchsize() == 20, "io_batchsize set before the open: %zu", batchsize());
@@ -115,6 +119,14 @@ static void c_api_wins(void)
 	CHECK(batchsize() == 20, "io_batchsize set through the API, then the open: %zu, expected 20", batchsize());
 	level_is("INFO");
 	props_batch_is(20);
+	int level = -1;
+	CU_OK(get_level(&level));
+	CHECK(level == 2, "statistics level %d after the open, expected the API's 2", level);
+	CU_OK(set_level(3));
+	CU_OK(L.cuFileDriverClose_v2());
+	CU_OK(L.cuFileDriverOpen());
+	CU_OK(get_level(&level));
+	CHECK(level == 3, "statistics level %d after a reopen, expected the API's 3", level);
 	CU_OK(L.cuFileDriverClose_v2());
 }
 

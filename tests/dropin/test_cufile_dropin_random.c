@@ -14,7 +14,9 @@
  * the one docs/cufile-dropin.md gives (the model says which), every byte
  * read must be the oracle's (the file's contents, kept in memory as writes
  * change them, holes as zeros), and at the end the file must equal the
- * oracle byte for byte. The seed is printed; a failure names the step.
+ * oracle byte for byte, and the level-1 statistics must count every
+ * synchronous call, registration and deregistration the model made. The
+ * seed is printed; a failure names the step.
  * Exit 0 pass, 1 fail.
  */
 #include <dlfcn.h>
@@ -64,6 +66,15 @@ static CUfileBatchHandle_t batch;
 static bool batch_ok;
 static opends_error_t (*stream_sync)(void *);
 static long step;
+/* what the level-1 statistics must say: counters in cuFile's order
+ * (read_ops ok/err, write_ops, hdl_register_ops, hdl_deregister_ops,
+ * buf_register_ops, buf_deregister_ops), then read_bytes, write_bytes */
+static uint64_t st_want[14];
+enum { S_READ, S_WRITE = 2, S_HREG = 4, S_HDEREG = 6, S_BREG = 8, S_BDEREG = 10, S_RBYTES = 12, S_WBYTES = 13 };
+static void st_count(int op, bool ok)
+{
+	st_want[op + !ok]++;
+}
 static unsigned long n_ops[16];
 
 #define STEP_CHECK(c, ...) CHECK(c, "step %ld (seed %llu): " __VA_ARGS__)
@@ -168,6 +179,7 @@ static void op_handle(void)
 	int f = (int)below(NFD);
 	if (h[f].reg && below(4)) {
 		L.cuFileHandleDeregister(h[f].fh);
+		st_count(S_HDEREG, true);
 		h[f].reg = false;
 		return;
 	}
@@ -178,6 +190,7 @@ static void op_handle(void)
 	CUfileHandle_t fh = NULL;
 	CUfileError_t e = L.cuFileHandleRegister(&fh, &d);
 	implicit_open();
+	st_count(S_HREG, e.err == CU_FILE_SUCCESS);
 	if (h[f].reg) { /* the same fd twice (an O_PATH one too: NVIDIA knows fds) */
 		STEP_CHECK(e.err == CU_FILE_HANDLE_ALREADY_REGISTERED, "%s registered twice: %d", STEP_ARGS, fd_name[f],
 			   (int)e.err);
@@ -195,6 +208,7 @@ static void op_buf(void)
 	if (buf_reg[b] || below(3) == 0) {
 		CUfileError_t e = L.cuFileBufDeregister(bufs[b]);
 		implicit_open();
+		st_count(S_BDEREG, e.err == CU_FILE_SUCCESS);
 		STEP_CHECK((int)e.err == (buf_reg[b] ? CU_FILE_SUCCESS : CU_FILE_MEMORY_NOT_REGISTERED),
 			   "buffer %d deregistered (registered: %d): %d", STEP_ARGS, b, buf_reg[b], (int)e.err);
 		buf_reg[b] = false;
@@ -202,9 +216,11 @@ static void op_buf(void)
 	}
 	CUfileError_t e = L.cuFileBufRegister(bufs[b], BUFSZ, 0);
 	implicit_open();
+	st_count(S_BREG, e.err == CU_FILE_SUCCESS);
 	STEP_CHECK(e.err == CU_FILE_SUCCESS, "buffer %d registered: %d", STEP_ARGS, b, (int)e.err);
 	buf_reg[b] = true;
 	e = L.cuFileBufRegister(bufs[b], BUFSZ, 0);
+	st_count(S_BREG, e.err == CU_FILE_SUCCESS);
 	STEP_CHECK(e.err == CU_FILE_MEMORY_ALREADY_REGISTERED, "buffer %d registered twice: %d", STEP_ARGS, b,
 		   (int)e.err);
 }
@@ -252,6 +268,9 @@ static void op_sync(void)
 	ssize_t r = write ? L.cuFileWrite(h[f].fh, buf, n, off, (off_t)boff) : L.cuFileRead(h[f].fh, buf, n, off, (off_t)boff);
 	int err = errno;
 	implicit_open();
+	st_count(write ? S_WRITE : S_READ, r >= 0);
+	if (r > 0)
+		st_want[write ? S_WBYTES : S_RBYTES] += (uint64_t)r;
 	const char *what = write ? "write" : "read";
 	if (!h[f].reg) { /* released by the last close: unknown to this driver */
 		STEP_CHECK(r == -CU_FILE_HANDLE_NOT_REGISTERED, "%s through a stale %s handle: %zd", STEP_ARGS, what,
@@ -523,6 +542,10 @@ int main(int argc, char **argv)
 		memset(bufs[i], 0, BUFSZ);
 	}
 	printf("seed %llu, %ld steps\n", (unsigned long long)seed0, steps);
+	CUfileError_t (*set_level)(int) = (CUfileError_t(*)(int))dlsym(lh, "cuFileSetStatsLevel");
+	CUfileError_t (*get_l1)(void *) = (CUfileError_t(*)(void *))dlsym(lh, "cuFileGetStatsL1");
+	CHECK(set_level && get_l1, "statistics calls missing");
+	CU_OK(set_level(1)); /* before the open: the API's level stands at every open */
 
 	for (step = 0; step < steps; step++) {
 		switch (below(20)) {
@@ -551,8 +574,22 @@ int main(int argc, char **argv)
 		}
 	}
 	for (int i = 0; i < NFD; i++)
-		if (h[i].reg)
+		if (h[i].reg) {
 			L.cuFileHandleDeregister(h[i].fh);
+			st_count(S_HDEREG, true);
+		}
+	/* the statistics of every synchronous call, registration and
+	 * deregistration, counted across the driver's closes (the
+	 * structure read needs the driver open) */
+	static uint64_t l1[128];
+	if (!driver_open) {
+		CU_OK(L.cuFileDriverOpen());
+		users++;
+	}
+	CU_OK(get_l1(l1));
+	for (int i = 0; i < 14; i++)
+		CHECK(l1[i] == st_want[i], "statistics field %d: %llu, the model's %llu (seed %llu)", i,
+		      (unsigned long long)l1[i], (unsigned long long)st_want[i], (unsigned long long)seed0);
 	while (users-- > 0)
 		CU_OK(L.cuFileDriverClose_v2());
 

@@ -511,6 +511,7 @@ void cfd_config_set_stats_level(int level)
 	pthread_mutex_lock(&cfd_lock);
 	defaults_locked();
 	size_val[CUFILE_PARAM_PROFILE_STATS] = (size_t)level;
+	size_set[CUFILE_PARAM_PROFILE_STATS] = true; /* over cufile.json at the next open */
 	cfd_stats_refresh_locked(level);
 	pthread_mutex_unlock(&cfd_lock);
 }
