@@ -11,6 +11,8 @@
  *           8 MiB calls does not fit them and reserves its own
  *   off     OPENDS_RA_KEEP=0: given back with each handle
  *   close   the driver's close gives them back (reopened: all left)
+ *   reclaim a handle whose buffers fit the budget only with the kept set's
+ *           share given back: the kept set is freed and it reads ahead
  *   depth   OPENDS_RA_DEPTH=1, 4 (and 9, 0, "2x": the default 2): depth + 1
  *           buffers reserved, served, byte-exact
  */
@@ -19,6 +21,8 @@
 #include <stdbool.h>
 
 size_t ods_pinned_left(void);
+bool ods_pinned_reserve(size_t n);
+void ods_pinned_release(size_t n);
 
 #define MiB ((size_t)1 << 20)
 #define FSIZE (40 * MiB + 777)
@@ -97,6 +101,24 @@ static void c_close(void)
 	OK(opends_driver_close());
 }
 
+static void c_reclaim(void)
+{
+	open_driver();
+	size_t during;
+	CHECK(reader(2 * MiB, 8, &during) > 0); /* 6 MiB kept */
+	/* 44 MiB left: 8 MiB calls want 3 x 8 = 24, more than half of it;
+	 * with the kept 6 back, 50 MiB left, and 24 fits half of that */
+	size_t left1 = ods_pinned_left(), pad = left1 - 44 * MiB;
+	CHECK(left1 > 44 * MiB && ods_pinned_reserve(pad));
+	unsigned long n = reader(8 * MiB, 5, &during);
+	CHECKF(n > 0 && during == 26 * MiB, "served %lu, %zu MiB left while reading (26: the kept set given back)", n,
+	       during >> 20);
+	CHECKF(ods_pinned_left() == 26 * MiB, "after: %zu MiB left (its own set kept)", ods_pinned_left() >> 20);
+	ods_pinned_release(pad);
+	OK(opends_driver_close());
+	printf("reclaim: the kept set gave its budget back to a handle that needed it\n");
+}
+
 static void depth_case(const char *v, unsigned nb)
 {
 	setenv("OPENDS_RA_DEPTH", v, 1);
@@ -131,7 +153,7 @@ int main(int argc, char **argv)
 		const char *name;
 		void (*fn)(void);
 	} cases[] = { { "kept", c_kept },	    { "off", c_off },	  { "close", c_close },
-		      { "depth", c_depth } };
+		      { "reclaim", c_reclaim }, { "depth", c_depth } };
 	bool ok = true;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		if (!c || !strcmp(c, cases[i].name))

@@ -23,6 +23,8 @@
  *             engine; once it ended, the next is taken; both exact
  *   budget    a buffer that does not fit the staging budget: the engine
  *             writes it, exact
+ *   reclaim   a buffer that fits only with read-ahead's kept buffers given
+ *             back: they are, and the write is taken, exact
  *   readahead a sequential reader's read-ahead holds the next range; a
  *             write of that range this way, then the read: the new bytes
  */
@@ -33,6 +35,7 @@
 #include <stdatomic.h>
 
 extern atomic_ulong ods_stage_caller_writes;
+size_t ods_pinned_left(void);
 extern const size_t ods_stage_write_def_piece;
 
 #define MiB ((size_t)1 << 20)
@@ -287,6 +290,48 @@ static void c_budget(void)
 	OK(opends_driver_close());
 }
 
+static void c_reclaim(void)
+{
+	setenv("OPENDS_MAX_PINNED", "64m", 1);
+	setenv("OPENDS_IO_THREADS", "2", 1);
+	setenv("OPENDS_QUEUE_DEPTH", "2", 1);
+	char path[PATH_MAX];
+	t_path(path, sizeof path, "c.bin");
+	size_t S = 2 * MiB;
+	uint8_t *oracle;
+	int hot = t_hot_file(path, 8 * S, hashpat, &oracle);
+	usleep(150 * 1000); /* read-ahead waits for a file 100 ms unchanged */
+	open_with("1m");
+	int fd = t_open(path, O_RDWR, false);
+	opends_handle_t fh = t_register(fd);
+	uint8_t *buf = t_xmalloc(S);
+	for (unsigned k = 0; k < 8; k++) {
+		EXPECT_SSZ(opends_sync_read(fh, buf, S, (off_t)(k * S), 0), (ssize_t)S);
+		VERIFY(buf, oracle + k * S, S, "read %u", k);
+	}
+	CHECK(t_ra_served(fh) > 0);
+	OK(opends_handle_deregister(fh)); /* its 3 x 2 MiB kept for the next reader */
+	/* 3 MiB left: a 2 x 1 MiB buffer is more than half of it, and half of
+	 * 9 once the kept 6 are back */
+	size_t pad = ods_pinned_left() - 3 * MiB;
+	CHECK(ods_pinned_reserve(pad));
+	fh = t_register(fd);
+	t_fill_seed(buf, 31, S);
+	memcpy(oracle + S, buf, S);
+	unsigned long before = taken();
+	EXPECT_SSZ(opends_sync_write(fh, buf, S, (off_t)S, 0), (ssize_t)S);
+	CHECKF(taken() == before + 1, "not taken: the kept read-ahead buffers held the budget");
+	CHECKF(ods_pinned_left() == 9 * MiB - 2 * MiB, "%zu MiB left, want 7", ods_pinned_left() >> 20);
+	OK(opends_handle_deregister(fh));
+	t_check_file_fd(fd, oracle, 8 * S, "reclaim");
+	ods_pinned_release(pad);
+	close(fd);
+	close(hot);
+	free(buf);
+	free(oracle);
+	OK(opends_driver_close());
+}
+
 static void c_readahead(void)
 {
 	char path[PATH_MAX];
@@ -333,7 +378,7 @@ int main(int argc, char **argv)
 		void (*fn)(void);
 	} cases[] = { { "exact", c_exact },	{ "direct", c_direct }, { "off", c_off },
 		      { "errors", c_errors },	{ "threads", c_threads }, { "lone", c_lone },
-		      { "budget", c_budget },
+		      { "budget", c_budget },	{ "reclaim", c_reclaim },
 		      { "readahead", c_readahead } };
 	bool ok = true;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)

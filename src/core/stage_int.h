@@ -101,6 +101,11 @@ bool ods_stage_write_caller(struct ods_stage *s, struct ods_io *io);
 unsigned ods_ra_writes_running(const struct ods_io *io);
 /* read OPENDS_RA_DEPTH (ods_stage_open) */
 void ods_ra_setup(void);
+/* Give the budget of read-ahead's kept buffers back (ods_ra_keep_drop):
+ * true when a set was kept, so that a reservation the budget refused may
+ * be tried again. On a caller's thread only: freeing pinned memory may
+ * wait for the device, which a stream dispatcher must never do. */
+bool ods_ra_keep_reclaim(void);
 
 /* stage_mem.c */
 bool ods_stage_async_copies(const struct ods_accel *a);

@@ -343,6 +343,16 @@ void ods_ra_keep_drop(void)
 	set_free(buf, nb, cap, pinned);
 }
 
+bool ods_ra_keep_reclaim(void)
+{
+	pthread_mutex_lock(&keep.lock);
+	bool held = keep.cap != 0;
+	pthread_mutex_unlock(&keep.lock);
+	if (held)
+		ods_ra_keep_drop();
+	return held;
+}
+
 void ods_ra_keep_forget(void)
 {
 	pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
@@ -423,7 +433,11 @@ static bool bufs_get(struct ra *r, size_t n)
 	/* at most half of what is left: read-ahead is opportunistic, and an
 	 * engine opened later (a source's) needs its staging (rel's finding:
 	 * four handles reading ahead took all of a 1 MiB budget) */
-	if (r->refused || nb * n > ods_pinned_left() / 2 || !ods_pinned_reserve(nb * n)) {
+	/* (the kept set, of another size, gives its budget back first) */
+	bool fits = !r->refused && nb * n <= ods_pinned_left() / 2 && ods_pinned_reserve(nb * n);
+	if (!fits && !r->refused && ods_ra_keep_reclaim())
+		fits = nb * n <= ods_pinned_left() / 2 && ods_pinned_reserve(nb * n);
+	if (!fits) {
 		r->refused = true;
 		return false;
 	}

@@ -118,7 +118,13 @@ static char *buf_get(struct ods_stage_wr *w, const struct ods_accel *a)
 		pthread_mutex_unlock(&w->lock);
 		return b;
 	}
-	if (w->nmade >= WR_POOL || n > ods_pinned_left() / 2 || !ods_pinned_reserve(n)) {
+	bool fits = w->nmade < WR_POOL && n <= ods_pinned_left() / 2 && ods_pinned_reserve(n);
+	/* read-ahead's kept buffers (stage_ra.c) give their budget back
+	 * first: kept for a reader to come, they must not refuse a writer
+	 * here now (review) */
+	if (!fits && w->nmade < WR_POOL && ods_ra_keep_reclaim())
+		fits = n <= ods_pinned_left() / 2 && ods_pinned_reserve(n);
+	if (!fits) {
 		pthread_mutex_unlock(&w->lock);
 		return NULL;
 	}
