@@ -11,6 +11,7 @@
 #include <linux/fs.h>
 
 #include "ods.h"
+#include "source.h"
 
 static struct ods_slots handles;
 static void region_release(const struct ods_region *r);
@@ -209,14 +210,21 @@ static struct ods_handle *find_locked(opends_handle_t fh)
 	return handles.obj[i];
 }
 
-/* fh is held by this thread's calls, or its source is serving a callback
- * on this thread. Under the lock: another thread's deregister of fh cannot
- * free it while this looks at it. */
-static bool in_use_here(opends_handle_t fh)
+/* 1: fh is held by this thread's calls, or its source is serving a
+ * callback on this thread; 2: this thread is inside a source's callback and
+ * fh still has I/O, which deregister would wait for (source.c,
+ * ods_handle_waits: that I/O may wait for this callback); else 0. Under the
+ * lock: another thread's deregister of fh cannot free it while this looks
+ * at it. */
+static int in_use_here(opends_handle_t fh)
 {
 	pthread_rwlock_rdlock(&handles.lock);
 	struct ods_handle *h = find_locked(fh);
-	bool busy = h && (held_here(h) || (h->src && h->src == ods_calls.serving));
+	int busy = 0;
+	if (h && (held_here(h) || (h->src && h->src == ods_calls.serving)))
+		busy = 1;
+	else if (h && ods_calls.serving && ods_handle_waits(h))
+		busy = 2;
 	pthread_rwlock_unlock(&handles.lock);
 	return busy;
 }
@@ -328,10 +336,17 @@ static opends_error_t handle_deregister(opends_handle_t fh)
 	/* A callback of I/O on this very handle (a source's read run by a
 	 * synchronous read on this thread, or by a library thread for a read
 	 * that a caller waits for) would wait for its own I/O. */
-	if (in_use_here(fh))
+	int busy = in_use_here(fh);
+	if (busy == 1)
 		return ods_err(ods_fail(OPENDS_INVALID_VALUE,
 					"opends_handle_deregister: fh is in use by a call on this thread (a callback of "
 					"I/O on it); deregister it after that call returns"),
+			       0);
+	if (busy == 2)
+		return ods_err(ods_fail(OPENDS_INVALID_VALUE,
+					"opends_handle_deregister: fh still has I/O in flight and this thread is inside "
+					"a source's callback, which that I/O may be waiting for; deregister it after the "
+					"callback returns"),
 			       0);
 	pthread_mutex_lock(&fd_lock);
 	struct ods_handle *h = ods_slots_take(&handles, (uint64_t)(uintptr_t)fh);

@@ -131,6 +131,22 @@ void ods_source_free(struct ods_handle *h)
 	h->src = NULL;
 }
 
+/* A thread inside a source's read or write callback holds what other
+ * requests may need to finish: the domain's cap slot of its own piece, an
+ * engine worker (blocking sources and staged copies run on them), or the
+ * caller's synchronous read. A deregister there of a handle with I/O still
+ * in flight would wait for I/O that may be waiting for this very callback
+ * (two sources of one domain with max_inflight 1: B's callback deregistering
+ * A hung forever, A's piece queued behind B's slot), so registry.c refuses
+ * it when this says the wait would happen. A handle with nothing in flight
+ * is freed at once, as from any thread. */
+bool ods_handle_waits(const struct ods_handle *h)
+{
+	return atomic_load_explicit(&h->users, memory_order_acquire) > 0 ||
+	       atomic_load_explicit(&h->inflight, memory_order_acquire) > 0 ||
+	       (h->src && atomic_load_explicit(&h->src->reqs, memory_order_acquire) > 0);
+}
+
 /* ---- the synchronous runner: ref's oracle --------------------------------- */
 
 struct waiter {

@@ -76,6 +76,12 @@ const char *ods_source_why(const struct ods_io *io, ssize_t r);
 /* fork(): the table's lock may be held by a thread the child lacks */
 void ods_source_why_forget(void);
 
+/* h (fd or source) still has I/O that its deregistration would wait for:
+ * calls inside that looked it up, requests handed to a backend, or a
+ * source's requests not yet completed. For deregister from inside a
+ * source's callback (registry.c), which must not wait (see source.c). */
+bool ods_handle_waits(const struct ods_handle *h);
+
 /* ---- src/sources/ ------------------------------------------------------- */
 
 /* fork(): forget the parent's cluster connections (not usable here). */

@@ -14,6 +14,13 @@
  *            caller's thread with ref, on a library thread otherwise):
  *            OPENDS_INVALID_VALUE naming the callback, the read completes,
  *            a deregister after it succeeds (no deadlock: the watchdog).
+ *   cross    two blocking sources A and B in one domain of one request in
+ *            flight: B's read callback (on an engine worker) deregisters
+ *            A while A's read waits for the domain's slot B's piece holds.
+ *            OPENDS_INVALID_VALUE naming the callback, both reads complete
+ *            byte-exact, A deregisters after. Before: deregister waited
+ *            for A's read, which waited for B's callback: a hang (the
+ *            watchdog), on every backend, host and staged memory.
  *   double   2000 handles (sources and fds), each deregistered by two
  *            threads at once: one succeeds, the other gets
  *            OPENDS_HANDLE_NOT_REGISTERED, release runs once per source.
@@ -81,6 +88,78 @@ static opends_handle_t source(void)
 	opends_handle_t h = r_blocking_source(&ops);
 	atomic_store(&src_h, h);
 	return h;
+}
+
+/* ---- cross: B's callback deregisters A, whose read waits behind it ----- */
+
+static _Atomic(opends_handle_t) cross_a;
+static atomic_bool cross_in_b, cross_a_sent;
+static atomic_int cross_rc = -1, cross_releases;
+static char cross_detail[256];
+
+static ssize_t cross_read(void *src, void *buf, size_t len, uint64_t off)
+{
+	if ((uintptr_t)src == 2 && !atomic_exchange(&cross_in_b, true)) {
+		/* A's read is submitted (its request counted) and waits for
+		 * the domain's only slot, which this piece holds */
+		while (!atomic_load(&cross_a_sent))
+			r_sleep_ms(1);
+		opends_error_t e = opends_handle_deregister(atomic_load(&cross_a));
+		snprintf(cross_detail, sizeof(cross_detail), "%s", opends_last_error_detail());
+		atomic_store(&cross_rc, (int)e.err);
+	}
+	r_fill(buf, len, (uint32_t)(uintptr_t)src, off);
+	return (ssize_t)len;
+}
+
+static void cross_release(void *src)
+{
+	(void)src;
+	atomic_fetch_add(&cross_releases, 1);
+}
+
+static void case_cross(void)
+{
+	r_phase = "cross";
+	static opends_source_ops_t ops;
+	ops.struct_size = sizeof(ops);
+	ops.name = "cross";
+	ops.read = cross_read;
+	ops.release = cross_release;
+	opends_source_desc_t d;
+	memset(&d, 0, sizeof(d));
+	d.struct_size = sizeof(d);
+	d.ops = &ops;
+	d.flags = OPENDS_SOURCE_BLOCKING | OPENDS_SOURCE_RDONLY;
+	d.size = 1 << 20;
+	d.domain = 0x5eed;
+	d.max_inflight = 1;
+	opends_handle_t a = NULL, b = NULL;
+	d.src = (void *)(uintptr_t)1;
+	R_TRY(opends_handle_register_source(&a, &d));
+	d.src = (void *)(uintptr_t)2;
+	R_TRY(opends_handle_register_source(&b, &d));
+	atomic_store(&cross_a, a);
+	static uint8_t ba[64 << 10], bb[64 << 10];
+	opends_async_future_t fa, fb;
+	R_TRY(opends_async_read(b, bb, sizeof(bb), 4096, 0, &fb));
+	while (!atomic_load(&cross_in_b))
+		r_sleep_ms(1);
+	R_TRY(opends_async_read(a, ba, sizeof(ba), 8192, 0, &fa));
+	atomic_store(&cross_a_sent, true);
+	ssize_t rb = opends_async_await(&fb), ra = opends_async_await(&fa);
+	R_CHECK(atomic_load(&cross_rc) == OPENDS_INVALID_VALUE, "deregister of A from B's callback: %s (%s)",
+		opends_err_name(atomic_load(&cross_rc)), cross_detail);
+	R_CHECK(strstr(cross_detail, "callback") != NULL, "detail does not name the callback: %s", cross_detail);
+	R_CHECK(rb == (ssize_t)sizeof(bb) && ra == (ssize_t)sizeof(ba), "the reads returned %zd (B) and %zd (A)", rb,
+		ra);
+	R_CHECK(r_first_bad(bb, sizeof(bb), 2, 4096) < 0 && r_first_bad(ba, sizeof(ba), 1, 8192) < 0,
+		"the reads' bytes are wrong");
+	R_CHECK(atomic_load(&cross_releases) == 0, "a release ran before deregistration");
+	R_TRY(opends_handle_deregister(a));
+	R_TRY(opends_handle_deregister(b));
+	R_CHECK(atomic_load(&cross_releases) == 2, "release ran %d times for 2 handles", atomic_load(&cross_releases));
+	printf("cross: refused with INVALID_VALUE (%s); both reads byte-exact; deregistered after\n", cross_detail);
 }
 
 static atomic_bool dereg_done;
@@ -365,7 +444,7 @@ static void case_reuse(double seconds)
 int main(int argc, char **argv)
 {
 	if (argc < 2)
-		R_FAIL("usage: test_reuse held|self|double|reuse|reuse_stream [SECONDS]");
+		R_FAIL("usage: test_reuse held|self|cross|double|reuse|reuse_stream [SECONDS]");
 	const char *c = argv[1];
 	double n = argc > 2 ? atof(argv[2]) : 0;
 	r_watchdog(60);
@@ -378,6 +457,8 @@ int main(int argc, char **argv)
 		case_held();
 	else if (!strcmp(c, "self"))
 		case_self();
+	else if (!strcmp(c, "cross"))
+		case_cross();
 	else if (!strcmp(c, "double"))
 		case_double();
 	else if (!strcmp(c, "reuse"))
