@@ -26,6 +26,10 @@
  * for each after 32 hot answers in a row (one read in 16 still asks),
  * every read byte-exact, also a file dropped from the cache in the middle
  * of the streak; with OPENDS_AB_INLINE_PROBE=always every read asks.
+ * A worker's hot streak: 400 hot files read by futures (one worker, so
+ * one streak) are probed on the worker for the first 32 and then one in
+ * 16, every read byte-exact, also a file dropped from the cache in the
+ * middle; with OPENDS_AB_WORKER_PROBE=always no probe is skipped.
  */
 #include "common.h"
 
@@ -35,8 +39,10 @@
 extern atomic_ulong ods_uring_submits;
 /* this thread's cachestat and fstat calls (uring_cache.c, registry.c) */
 extern _Thread_local unsigned long ods_uring_cachestats, ods_size_lookups;
-/* this thread's reads whose page-cache probe was skipped on a hot streak */
+/* this thread's reads whose page-cache probe was skipped on a hot streak,
+ * and the workers' (uring_cache.c) */
 extern _Thread_local unsigned long ods_uring_probes_skipped;
+extern atomic_ulong ods_uring_worker_skips;
 
 #define SLACK 4096
 
@@ -126,6 +132,83 @@ static void hot_streak(bool always)
 	OK(opends_driver_close());
 	unlink(path);
 	free(oracle);
+}
+
+/* n hot files of fsize bytes read whole by futures, up to 64 in flight,
+ * each through its own registration, the file `cold` dropped from the
+ * page cache first: byte-exact, and how many probes the workers skipped */
+static unsigned long worker_streak_files(const char *path, const uint8_t *oracle, size_t fsize, unsigned n,
+					 unsigned cold)
+{
+	enum { W = 64 };
+	static opends_async_future_t fut[W];
+	static opends_handle_t fh[W];
+	static int fds[W];
+	uint8_t *mem = t_xmalloc(W * (fsize + SLACK));
+	memset(mem, T_CANARY, W * (fsize + SLACK));
+	unsigned long k0 = atomic_load(&ods_uring_worker_skips);
+	for (unsigned i = 0; i < n + W; i++) {
+		unsigned w = i % W;
+		if (i >= W) { /* the read of file i - W: check it and let it go */
+			uint8_t *m = mem + w * (fsize + SLACK);
+			EXPECT_SSZ_ND(opends_async_await(&fut[w]), (ssize_t)fsize);
+			size_t at;
+			if (t_first_diff(m, oracle, fsize, &at))
+				FAILF("worker streak: file %u: byte %zu differs", i - W, at);
+			if (t_first_not(m + fsize, SLACK, T_CANARY, &at))
+				FAILF("worker streak: file %u: wrote past the file's bytes", i - W);
+			memset(m, T_CANARY, fsize);
+			OK(opends_handle_deregister(fh[w]));
+			close(fds[w]);
+		}
+		if (i >= n)
+			continue;
+		fds[w] = t_open(path, O_RDONLY, false);
+		if (i == cold)
+			drop(fds[w]);
+		fh[w] = t_register(fds[w]);
+		OK(opends_async_read(fh[w], mem + w * (fsize + SLACK), fsize, 0, 0, &fut[w]));
+	}
+	free(mem);
+	return atomic_load(&ods_uring_worker_skips) - k0;
+}
+
+static void worker_streak(bool always)
+{
+	size_t fsize = 100003;
+	uint8_t *oracle = t_oracle(fsize, hashpat);
+	char path[PATH_MAX];
+	t_path(path, sizeof(path), always ? "wstreak-a.bin" : "wstreak.bin");
+	t_write_pattern_file(path, fsize, hashpat);
+	int fd = t_open(path, O_RDONLY, false);
+	uint8_t *warm = t_xmalloc(fsize);
+	CHECK(t_pread_all(fd, warm, fsize, 0) == fsize);
+	close(fd);
+	free(warm);
+	if (always)
+		setenv("OPENDS_AB_WORKER_PROBE", "always", 1);
+	setenv("OPENDS_IO_THREADS", "1", 1); /* one worker: one streak */
+	t_driver_open();
+	unsigned long skipped = worker_streak_files(path, oracle, fsize, 400, 200);
+	printf("worker streak%s: %lu of 400 probes skipped\n", always ? " (always)" : "", skipped);
+	if (always)
+		CHECKF(skipped == 0, "OPENDS_AB_WORKER_PROBE=always: %lu probes skipped", skipped);
+	else /* at most 400 - 32, and at least the sampled share after the
+		cold file ends the streak: (200 - 32) * 15 / 16 before it */
+		CHECKF(skipped >= 150 && skipped <= 368, "400 hot reads on one worker: %lu probes skipped", skipped);
+	OK(opends_driver_close());
+	unlink(path);
+	free(oracle);
+}
+
+static void worker_streak_default(void)
+{
+	worker_streak(false);
+}
+
+static void worker_streak_always(void)
+{
+	worker_streak(true);
 }
 
 static void hot_streak_default(void)
@@ -269,6 +352,8 @@ int main(int argc, char **argv)
 	if (has_cachestat) {
 		CHECK(t_case_in_child("hot streak", hot_streak_default));
 		CHECK(t_case_in_child("hot streak, OPENDS_AB_INLINE_PROBE=always", hot_streak_always));
+		CHECK(t_case_in_child("worker hot streak", worker_streak_default));
+		CHECK(t_case_in_child("worker hot streak, OPENDS_AB_WORKER_PROBE=always", worker_streak_always));
 	}
 	t_rm_dir();
 	printf("OK\n");

@@ -221,15 +221,17 @@ static void issue(struct ods_stage_unit *u)
 static void fds_init(struct ods_stage_req *r);
 
 /* The one chunk of an UNDECIDED request, on its worker: read buffered
- * through the caller's fd when cached (no twin, no fstat), else as any
- * cold read; the part past EOF, which the submitter did not clamp, goes
+ * through the caller's fd when cached (no twin, no fstat; on the worker's
+ * hot streak without asking: ods_uring_probe), else as any cold read; the
+ * part past EOF, which the submitter did not clamp, goes
  * buffered (that read stops at EOF by itself; a direct one would round
  * blocks up past the end of the file, and near the largest off_t past
  * what an off_t holds). Only this unit uses r's mover fields. */
 static void decide(struct ods_stage_unit *u)
 {
 	struct ods_stage_req *r = u->r;
-	if (ods_uring_cached(FD_BUF(r), u->c0, u->c1, -1)) {
+	bool skipped; /* (a worker does not time its reads: the streak samples) */
+	if (ods_uring_probe(FD_BUF(r), u->c0, u->c1, -1, ODS_PROBE_WORKER, &skipped)) {
 		r->mv[2] = 2; /* CACHED */
 		return;
 	}

@@ -7,7 +7,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "uring_int.h"
@@ -39,22 +38,8 @@
  * machines where copies start cheaper or files are larger. */
 #define SPLIT_MIN ((size_t)32 << 10)
 #define DEF_SPLIT 1u
-/* The page-cache probe (cachestat) of a buffered handle's read, skipped
- * on a hot streak: a caller whose last STREAK probes all found the page
- * cache holding the range (one thread reading hot files one after the
- * other: files1t) asks only every SAMPLE-th read; the others read
- * buffered at once, as the plain pread loop does, one system call fewer
- * per file. Any probe that finds a cold range ends the streak, and so
- * does a skipped read that ran slower than the page cache gives
- * (SLOW_NS + 1 ns per 2 bytes: a hot 110 KB read takes ~10-20 us, a disk
- * read of it 100 us or more), so a caller that turns to cold files is
- * back to probing every read within a file or two (a cold file read
- * buffered costs only its speed: the bytes are the same).
- * OPENDS_AB_INLINE_PROBE=always: probe every read (the A of the A/B). */
-#define STREAK 32u
-#define SAMPLE 16u
-#define SLOW_NS 20000u
-
+/* The page-cache probe of a buffered handle's read is skipped on a hot
+ * streak: ods_uring_probe (uring_cache.c). */
 static struct {
 	pthread_mutex_t lock;
 	char *free[NBOUNCE];
@@ -63,7 +48,6 @@ static struct {
 	size_t chunk; /* the engine's chunk: the default limit */
 	bool pinned;  /* from accel->mem->pinned_alloc */
 	unsigned split; /* OPENDS_INLINE_SPLIT: pieces of a hot device read */
-	bool probe_always; /* OPENDS_AB_INLINE_PROBE=always: no hot-streak skip */
 	const struct ods_accel_mem *mem;
 } bp = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
@@ -126,8 +110,6 @@ void ods_uring_bounces_init(const struct ods_accel *accel, size_t chunk)
 	bp.nfree = bp.nmade = 0;
 	/* (validated by config.c: 1..16, 0 when unset) */
 	bp.split = ods_drv.cfg.inline_split ? ods_drv.cfg.inline_split : DEF_SPLIT;
-	const char *pa = getenv("OPENDS_AB_INLINE_PROBE");
-	bp.probe_always = pa && !strcmp(pa, "always");
 }
 
 void ods_uring_bounces_fini(void)
@@ -244,48 +226,11 @@ static ssize_t to_engine(struct ods_io *io, off_t fs)
 	return ODS_NOT_INLINE;
 }
 
-/* this thread's hot streak: probes in a row that found the range cached,
- * and reads since the last probe while on the streak */
-static _Thread_local unsigned hot_run, since_probe;
-_Thread_local unsigned long ods_uring_probes_skipped;
-
-static uint64_t mono_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
-/* Ask the page cache whether [io->off, end) is cached, or skip the
- * question on a hot streak (*skipped: then the caller times its read and
- * tells hot_read_took) */
-static bool probe_hot(const struct ods_io *io, off_t end, off_t hint, bool *skipped)
-{
-	*skipped = false;
-	if (!bp.probe_always && hot_run >= STREAK && ++since_probe < SAMPLE) {
-		*skipped = true;
-		ods_uring_probes_skipped++;
-		return true;
-	}
-	since_probe = 0;
-	bool hot = ods_uring_cached(io->fh->fd, io->off, end, hint);
-	hot_run = hot ? (hot_run < STREAK ? hot_run + 1 : STREAK) : 0;
-	return hot;
-}
-
-/* a read whose probe was skipped took ns: slower than the page cache
- * gives ends the streak */
-static void hot_read_took(size_t n, uint64_t ns)
-{
-	if (ns > SLOW_NS + n / 2)
-		hot_run = 0;
-}
-
 static ssize_t inline_pread_unprobed(struct ods_io *io, int fd)
 {
-	uint64_t t0 = mono_ns();
+	uint64_t t0 = ods_cs_now();
 	ssize_t r = inline_pread(io, fd);
-	hot_read_took(io->size, mono_ns() - t0);
+	ods_uring_read_took(io->size, ods_cs_now() - t0);
 	return r;
 }
 
@@ -321,7 +266,7 @@ ssize_t ods_uring_inline(struct ods_io *io)
 	 * to the disk either way, do not. */
 	if (!h->direct) {
 		bool skipped = false;
-		if (io->size >= PROBE_MIN && ods_uring_has_cachestat() && probe_hot(io, end, hint, &skipped))
+		if (io->size >= PROBE_MIN && ods_uring_has_cachestat() && ods_uring_probe(h->fd, io->off, end, hint, ODS_PROBE_INLINE, &skipped))
 			return skipped ? inline_pread_unprobed(io, h->fd) : inline_pread(io, h->fd);
 		if (io->size < PROBE_MIN || !ods_uring_has_cachestat())
 			return inline_pread(io, h->fd); /* (without cachestat: inline, as before) */

@@ -31,8 +31,20 @@ void ods_uring_bounces_fini(void);
 off_t ods_uring_known_size(const struct ods_io *io);
 /* cachestat calls made on this thread (tests count a path's system calls) */
 extern _Thread_local unsigned long ods_uring_cachestats;
-/* reads whose page-cache probe this thread skipped on a hot streak
- * (uring_inline.c) */
+
+/* The page-cache probe on a hot streak (uring_cache.c): ods_uring_cached,
+ * or, on a thread whose last STREAK probes all found their range cached,
+ * true without asking for all but one read in SAMPLE (*skipped). who: the
+ * inline path on a caller's thread, or a worker's one-chunk read
+ * (decide), each with its own A/B switch. */
+enum { ODS_PROBE_INLINE, ODS_PROBE_WORKER };
+bool ods_uring_probe(int fd, off_t c0, off_t c1, off_t fsize, unsigned who, bool *skipped);
+/* a read of n bytes whose probe was skipped took ns: slower than the page
+ * cache gives ends this thread's streak */
+void ods_uring_read_took(size_t n, uint64_t ns);
+/* reads whose page-cache probe this thread skipped on a hot streak */
 extern _Thread_local unsigned long ods_uring_probes_skipped;
+/* the workers' skipped probes, all of them (tests) */
+extern atomic_ulong ods_uring_worker_skips;
 
 #endif
