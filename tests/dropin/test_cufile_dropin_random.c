@@ -6,11 +6,14 @@
  * closed (explicitly, and implicitly by the first call after a close),
  * handles of five fds of one file registered and deregistered (read-write,
  * read-write with O_DIRECT where the file system takes it, read-only,
- * write-only, O_PATH), buffers registered and deregistered, and
+ * write-only, O_PATH), buffers registered and deregistered (whole, short,
+ * and at pointers inside or ranges across another registration, which
+ * NVIDIA accepts), and
  * cuFileRead / cuFileWrite, batches and stream-ordered reads and writes of
  * random sizes at random offsets, misuse included (negative offsets, the
  * wrong access mode, stale handles after the last close, twice-registered
- * handles and buffers, batch submits NVIDIA refuses). Every answer must be
+ * handles and buffers, I/O past a registration, batch submits NVIDIA
+ * refuses, cancelled batches reused). Every answer must be
  * the one docs/cufile-dropin.md gives (the model says which), every byte
  * read must be the oracle's (the file's contents, kept in memory as writes
  * change them, holes as zeros), and at the end the file must equal the
@@ -61,7 +64,15 @@ static struct {
 	bool stale; /* fh was released by the last close */
 } h[NFD];
 static uint8_t *bufs[NBUF];
-static bool buf_reg[NBUF];
+/* Registrations at NPTR pointers of each buffer (every PSTEP bytes): a
+ * base (OpenDS's registration, len bytes) or an inner one (a pointer
+ * inside or a range across a base: NVIDIA registers it, the drop-in
+ * keeps it in a list of its own). */
+#define NPTR 8
+#define PSTEP (BUFSZ / NPTR)
+enum { R_NONE, R_BASE, R_INNER };
+static int rstate[NBUF][NPTR];
+static size_t rlen[NBUF][NPTR];
 static CUfileBatchHandle_t batch;
 static bool batch_ok;
 static opends_error_t (*stream_sync)(void *);
@@ -96,8 +107,7 @@ static void forget_all(void)
 			h[i].reg = false;
 			h[i].stale = true;
 		}
-	for (int i = 0; i < NBUF; i++)
-		buf_reg[i] = false;
+	memset(rstate, 0, sizeof(rstate));
 	batch_ok = false;
 }
 
@@ -202,27 +212,75 @@ static void op_handle(void)
 	h[f].fh = fh;
 }
 
+static bool overlaps_base(int b, size_t off, size_t len)
+{
+	for (int k = 0; k < NPTR; k++) {
+		size_t ko = (size_t)k * PSTEP;
+		if (rstate[b][k] == R_BASE && off < ko + rlen[b][k] && ko < off + len)
+			return true;
+	}
+	return false;
+}
+
+/* The base registration holding buffer b's byte at off, or -1. */
+static int base_at(int b, size_t off)
+{
+	for (int k = 0; k < NPTR; k++) {
+		size_t ko = (size_t)k * PSTEP;
+		if (rstate[b][k] == R_BASE && off >= ko && off < ko + rlen[b][k])
+			return k;
+	}
+	return -1;
+}
+
+/* I/O of n bytes at buffer b's offset boff (named by the buffer's start):
+ * the registration holding the target, else the one holding the start,
+ * must hold all of it (OpenDS's rule, NVIDIA's "exceeds registered
+ * length"; inner registrations pin nothing and do not count). */
+static bool past_registration(int b, size_t boff, size_t n)
+{
+	int k = base_at(b, boff);
+	if (k < 0 && boff)
+		k = base_at(b, 0);
+	if (k < 0)
+		return false;
+	size_t ko = (size_t)k * PSTEP;
+	return boff < ko || boff + n > ko + rlen[b][k];
+}
+
 static void op_buf(void)
 {
-	int b = (int)below(NBUF);
-	if (buf_reg[b] || below(3) == 0) {
-		CUfileError_t e = L.cuFileBufDeregister(bufs[b]);
+	/* pointers inside: buffer 0 only (the batch and stream buffers 1 and 2
+	 * stay registered whole or not at all) */
+	int b = (int)below(NBUF), k = b != 0 || below(2) ? 0 : (int)below(NPTR);
+	size_t off = (size_t)k * PSTEP;
+	int *st = &rstate[b][k];
+	if ((*st != R_NONE && below(2)) || below(4) == 0) {
+		CUfileError_t e = L.cuFileBufDeregister(bufs[b] + off);
 		implicit_open();
 		st_count(S_BDEREG, e.err == CU_FILE_SUCCESS);
-		STEP_CHECK((int)e.err == (buf_reg[b] ? CU_FILE_SUCCESS : CU_FILE_MEMORY_NOT_REGISTERED),
-			   "buffer %d deregistered (registered: %d): %d", STEP_ARGS, b, buf_reg[b], (int)e.err);
-		buf_reg[b] = false;
+		STEP_CHECK((int)e.err == (*st != R_NONE ? CU_FILE_SUCCESS : CU_FILE_MEMORY_NOT_REGISTERED),
+			   "buffer %d + %zu deregistered (state %d): %d", STEP_ARGS, b, off, *st, (int)e.err);
+		*st = R_NONE;
 		return;
 	}
-	CUfileError_t e = L.cuFileBufRegister(bufs[b], BUFSZ, 0);
+	/* buffer 0's base may be registered short (its I/O past the length is
+	 * refused: INVALID_MAPPING_RANGE); the batch and stream buffers (1, 2)
+	 * are registered whole at their base */
+	size_t len = k == 0 && (b != 0 || below(2)) ? BUFSZ : 4096 * (1 + below((BUFSZ - off) / 4096));
+	CUfileError_t e = L.cuFileBufRegister(bufs[b] + off, len, 0);
 	implicit_open();
 	st_count(S_BREG, e.err == CU_FILE_SUCCESS);
-	STEP_CHECK(e.err == CU_FILE_SUCCESS, "buffer %d registered: %d", STEP_ARGS, b, (int)e.err);
-	buf_reg[b] = true;
-	e = L.cuFileBufRegister(bufs[b], BUFSZ, 0);
-	st_count(S_BREG, e.err == CU_FILE_SUCCESS);
-	STEP_CHECK(e.err == CU_FILE_MEMORY_ALREADY_REGISTERED, "buffer %d registered twice: %d", STEP_ARGS, b,
-		   (int)e.err);
+	int want = CU_FILE_SUCCESS, next = R_BASE;
+	if (*st != R_NONE) /* registered already, as a base or inside one */
+		want = CU_FILE_MEMORY_ALREADY_REGISTERED, next = *st;
+	else if (overlaps_base(b, off, len)) /* NVIDIA's 0: the drop-in's inner list */
+		next = R_INNER;
+	STEP_CHECK((int)e.err == want, "buffer %d + %zu (%zu bytes, state %d) registered: %d, expected %d", STEP_ARGS, b,
+		   off, len, *st, (int)e.err, want);
+	if (*st == R_NONE)
+		rlen[b][k] = len;
+	*st = next;
 }
 
 /* A size: mostly small, sometimes 0, sometimes up to the buffer. */
@@ -284,6 +342,13 @@ static void op_sync(void)
 	if (off < 0) { /* checked before the size: a 0-byte call at -1 too */
 		STEP_CHECK(r == -1 && err == CU_FILE_INVALID_VALUE, "%s at %lld: %zd errno %d", STEP_ARGS, what,
 			   (long long)off, r, err);
+		return;
+	}
+	if (past_registration(b, boff, n)) {
+		/* NVIDIA's -1 and errno INVALID_MAPPING_RANGE */
+		STEP_CHECK(r == -1 && err == CU_FILE_INVALID_MAPPING_RANGE,
+			   "%s of %zu at buffer %d offset %zu runs past its registration: %zd errno %d", STEP_ARGS, what, n, b,
+			   boff, r, err);
 		return;
 	}
 	if (write && !writable(f)) { /* the access mode before the size too */
