@@ -8,7 +8,10 @@
  *           completes on its own threads, e.g. librados, plugs in)
  * Each runs random reads and writes, host memory (accelerator "host") and
  * simulated device memory ("hostdev": the engine's slots and copy stages),
- * checked byte-exact against a model of the file.
+ * checked byte-exact against a model of the file. Then (sync) failures the
+ * mover injects on its worker: an OPENDS_* code with its sentence reaches
+ * the request as io->why (kept once), an errno and a code without a
+ * sentence leave none (not an earlier failure's).
  * Usage: test_stage sync|posted host|hostdev
  */
 #include <stdio.h>
@@ -59,8 +62,20 @@ static long move_write(struct ods_stage_unit *u)
 	return n < 0 ? n : 0;
 }
 
+/* injected into the chunk holding this offset (sm_read, on the worker):
+ * the code, with the sentence when g_fail_say */
+static off_t g_fail_at = -1;
+static long g_fail_res;
+static bool g_fail_say;
+
 static void sm_read(struct ods_stage_unit *u)
 {
+	if (g_fail_at >= u->c0 && g_fail_at < u->c1) {
+		if (g_fail_say)
+			ods_fail((int)-g_fail_res, "test mover: injected failure at %lld", (long long)g_fail_at);
+		ods_stage_end(u, g_fail_res);
+		return;
+	}
 	long n = move_read(u);
 	if (n < 0)
 		ods_stage_end(u, n);
@@ -157,6 +172,8 @@ static void on_done(struct ods_io *io)
 	ods_futex_wake_all(&w->done);
 }
 
+static const char *g_why; /* io.why of run_one's last request */
+
 static ssize_t run_one(struct ods_stage *s, struct ods_handle *h, int op, char *buf, size_t n, off_t off, int mem)
 {
 	struct ods_io io;
@@ -175,6 +192,7 @@ static ssize_t run_one(struct ods_stage *s, struct ods_handle *h, int op, char *
 	ods_stage_submit(s, &io, true);
 	while (!atomic_load(&w.done))
 		ods_futex_wait(&w.done, 0);
+	g_why = io.why;
 	return io.result;
 }
 
@@ -254,6 +272,34 @@ int main(int argc, char **argv)
 			if ((size_t)off + n > fsize)
 				fsize = (size_t)off + n;
 		}
+	}
+	if (!posted) {
+		int mem = dev ? ODS_MEM_DEVICE : ODS_MEM_HOST;
+		const char *want = "test mover: injected failure at 200000";
+		g_fail_at = 200000;
+		g_fail_res = -OPENDS_DEVICE_DRIVER_ERROR;
+		g_fail_say = true;
+		ssize_t r = run_one(s, &h, OPENDS_READ, buf, 300000, 0, mem);
+		if (r != -OPENDS_DEVICE_DRIVER_ERROR || !g_why || strcmp(g_why, want))
+			FAIL("injected code: %zd, why \"%s\"", r, g_why ? g_why : "(none)");
+		const char *first = g_why;
+		r = run_one(s, &h, OPENDS_READ, buf, 300000, 100000, mem);
+		if (r != -OPENDS_DEVICE_DRIVER_ERROR || g_why != first)
+			FAIL("the same failure again: %zd, why %p, the first %p", r, (const void *)g_why, (const void *)first);
+		g_fail_res = -EIO;
+		g_fail_say = true;
+		r = run_one(s, &h, OPENDS_READ, buf, 300000, 0, mem);
+		if (r != -EIO || g_why)
+			FAIL("an errno: %zd, why \"%s\"", r, g_why ? g_why : "(none)");
+		g_fail_res = -OPENDS_DEVICE_DRIVER_ERROR;
+		g_fail_say = false; /* the code alone: not the sentence of a failure before */
+		r = run_one(s, &h, OPENDS_READ, buf, 300000, 0, mem);
+		if (r != -OPENDS_DEVICE_DRIVER_ERROR || g_why)
+			FAIL("a code without a sentence: %zd, why \"%s\"", r, g_why ? g_why : "(none)");
+		g_fail_at = -1;
+		r = run_one(s, &h, OPENDS_READ, buf, 300000, 0, mem);
+		if (r != 300000 || memcmp(buf, model, 300000) || g_why)
+			FAIL("after the failures: %zd", r);
 	}
 	ods_stage_close(s);
 	if (posted) {

@@ -32,6 +32,55 @@ void ods_stage_note_err(struct ods_stage_req *r, long e)
 	atomic_compare_exchange_strong(&r->err, &zero, e);
 }
 
+/* A failure a layer reported on a worker (an OPENDS_* code, e.g. a copy's,
+ * its sentence set on the worker's thread) reached the caller as the bare
+ * code: the detail is per thread (review). The first such failure of a
+ * request keeps its sentence in io->why, which synchronous calls, futures
+ * and batches repeat. A future is awaited after its request is gone, so
+ * each distinct sentence is kept once, for the life of the process, in a
+ * table that only grows (WHY_MAX of them; later ones are not kept). An
+ * errno's failure keeps none: the calls name those themselves (operation,
+ * size, offset). */
+#define WHY_MAX 64u
+static struct {
+	pthread_mutex_t lock;
+	char *s[WHY_MAX];
+	unsigned n;
+} whys = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static const char *why_keep(const char *text)
+{
+	const char *why = NULL;
+	pthread_mutex_lock(&whys.lock);
+	for (unsigned i = 0; i < whys.n && !why; i++)
+		if (!strcmp(whys.s[i], text))
+			why = whys.s[i];
+	if (!why && whys.n < WHY_MAX && (whys.s[whys.n] = strdup(text)))
+		why = whys.s[whys.n++];
+	pthread_mutex_unlock(&whys.lock);
+	return why;
+}
+
+void ods_stage_why_forget(void)
+{
+	whys.lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER; /* (a thread the child lacks may hold it) */
+}
+
+/* the worker's failure res for r: noted, and the first one's sentence, if
+ * it is an OPENDS_* code, kept in io->why while this unit still holds r
+ * (the request cannot complete before its reference is dropped) */
+static void note_err_why(struct ods_stage_req *r, long res)
+{
+	long zero = 0;
+	const char *d = opends_last_error_detail();
+	if (res <= -OPENDS_ERRNO_MAX && atomic_compare_exchange_strong(&r->err, &zero, res) && *d && !r->io->why)
+		r->io->why = why_keep(d);
+	else
+		ods_stage_note_err(r, res);
+	if (*d)
+		ods_fail(0, "%s", ""); /* used: not a later failure's, which may come without one */
+}
+
 static void note_short(struct ods_stage_req *r, off_t at)
 {
 	long long cur = atomic_load(&r->short_at);
@@ -126,7 +175,7 @@ void ods_stage_end(struct ods_stage_unit *u, long res)
 	if (r->id == u->w->held_id && u->held_gen == u->w->held_gen)
 		u->w->held_n--;
 	if (res < 0)
-		ods_stage_note_err(r, res);
+		note_err_why(r, res);
 	unit_free(u);
 	ods_stage_req_put(r);
 }

@@ -69,6 +69,8 @@ struct ods_stage {
 
 /* stage.c */
 void ods_stage_note_err(struct ods_stage_req *r, long e);
+/* fork(): forget the lock of the kept failure sentences (ods_pinned_forget) */
+void ods_stage_why_forget(void);
 /* drop a chunk's (or the queue's) reference; the last completes the request */
 void ods_stage_req_put(struct ods_stage_req *r);
 void ods_stage_wake_worker(struct ods_stage_worker *w);

@@ -60,6 +60,7 @@ void ods_pinned_forget(void)
 {
 	atomic_store(&pinned_reserved, 0);
 	ods_ra_keep_forget();
+	ods_stage_why_forget();
 }
 
 /* Fit threads x depth x chunk of staging into what is left of the budget:
