@@ -15,7 +15,11 @@
  *    queued), and its target holds no byte other than its own earlier
  *    bytes, zeros, or the file's bytes (no stale staging);
  *  - the driver closes.
- * On a stream registered with fixed arguments too. Skips (77) under the
+ * On a stream registered with fixed arguments too. With
+ * OPENDS_HOSTDEV_FAIL_QUEUED=1 the failing wait reaches the stream though
+ * its call fails (CUDA's gate in two calls, the second refused): the
+ * same must hold (before the fix, N=0 hung: that gate never opened).
+ * Skips (77) under the
  * host layer (no accelerator streams) or when hostdev has no injection.
  */
 #include <sys/wait.h>

@@ -108,6 +108,29 @@ static void op_launch(struct aop *op)
 	ods_dispatch_post(&op->task);
 }
 
+/* The layer refused piece i's wait. It may have reached the stream all
+ * the same: CUDA's gate is two calls when the driver refuses them fused
+ * (cuda_streams.c), and the second failing leaves the first queued. So the
+ * refused wait counts as queued (nq), and its gate is opened with the
+ * others when the operation is cut, or the stream would wait on it for
+ * ever. Not now: a piece started at the call opens its own gate when it
+ * ends, and a gate the stream has passed may already be reused (hostdev
+ * frees it), so it must be opened once, by whoever knows no piece will.
+ * The layer keeps a refused gate (never gate_put). */
+static void wait_refused(struct aop *op, unsigned i)
+{
+	op->p[i].lost = true;
+	op->nq = i + 1;
+}
+
+/* Nothing but a refused wait may have reached the stream, and no piece
+ * started: open that gate before op is freed. */
+static void open_refused(struct aop *op)
+{
+	if (op->nq && op->p[op->nq - 1].lost)
+		ods_drv.accel->streams->gate_open(op->p[op->nq - 1].gate);
+}
+
 /* A direct operation (an idle stream reached it at the call, and its
  * pieces all have slots of their own): after queue_head, each piece's wait
  * and its copy. No counter and no dispatcher: the caller starts every
@@ -123,7 +146,7 @@ static int queue_direct(struct aop *op, void *stream, bool *queued)
 	int rc;
 	for (unsigned i = 0; i < op->n; i++) {
 		if ((rc = acc->stream_wait(op->sdev, stream, op->p[i].gate))) {
-			op->p[i].lost = true;
+			wait_refused(op, i);
 			return rc;
 		}
 		*queued = true;
@@ -172,9 +195,7 @@ static int queue_body(struct aop *op, void *stream, bool *queued, bool *posted)
 		if (*posted && i >= QWIN) /* piece i - QWIN copied */
 			counter_wait(op->progress, op->base + (i - QWIN) + 1, &op->finished, 200);
 		if ((rc = acc->stream_wait(op->sdev, stream, op->p[i].gate))) {
-			/* the layer keeps the gate; a piece started at the
-			 * call may still open it */
-			op->p[i].lost = true;
+			wait_refused(op, i);
 			return rc;
 		}
 		*queued = true;
@@ -379,6 +400,7 @@ static opends_error_t accel_enqueue(const char *fn, const struct ods_sargs *a, o
 			if (queued) {
 				op_cut(op, rc); /* no piece started yet */
 			} else {
+				open_refused(op);
 				ods_aop_put(op);
 				ods_aop_put(op);
 			}
@@ -408,6 +430,7 @@ static opends_error_t accel_enqueue(const char *fn, const struct ods_sargs *a, o
 		if (posted) {
 			op_cut_posted(op, rc);
 		} else if (!queued) {
+			open_refused(op);
 			ods_aop_put(op);
 			ods_aop_put(op);
 		} else {

@@ -22,7 +22,9 @@ struct piece {
 	struct piece *wnext; /* waiting for the general operation */
 	bool opened;         /* its gate was opened (never twice: a passed
 				gate may already serve another operation) */
-	bool lost;           /* its wait was refused: the layer keeps the gate */
+	bool lost;           /* its wait was refused: the layer keeps the gate,
+				which may hold the stream all the same (counted
+				in nq, opened when the operation is cut) */
 };
 
 /* An operation on an accelerator stream, planned at the call from the

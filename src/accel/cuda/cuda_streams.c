@@ -42,8 +42,14 @@ static struct {
 	struct gate *free_gates;
 } G = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-/* the driver refused cuStreamBatchMemOp once: a gate's wait takes two calls */
-static atomic_bool no_batch;
+/* The driver refused cuStreamBatchMemOp on device d and the two calls
+ * then worked there: a gate's wait on d takes two calls from now on. Per
+ * device, not per process: one device without batched memory operations
+ * (an older GPU beside an H200) must not cost the others ~1.6 us per
+ * gate; and only once the two calls worked, so that INVALID_VALUE meaning
+ * something else (a bad stream or context, which fails them too) leaves
+ * the fused call in place. */
+static atomic_bool no_batch[ODS_MAX_DEVICES];
 
 static bool special(void *stream)
 {
@@ -227,7 +233,8 @@ static int cuda_stream_wait(unsigned dev, void *stream, void *gate)
 	if (rc)
 		return rc;
 	CUresult r;
-	if (ods_cu.cuStreamBatchMemOp && !atomic_load_explicit(&no_batch, memory_order_relaxed)) {
+	bool refused = false; /* the fused call was refused as such, here */
+	if (ods_cu.cuStreamBatchMemOp && !atomic_load_explicit(&no_batch[dev], memory_order_relaxed)) {
 		/* the wait and the "passed" write in one driver call (each
 		 * costs ~1 us on the caller, a small stream read queues three
 		 * commands, issue 18); a driver that refuses it (NOT_SUPPORTED:
@@ -251,15 +258,16 @@ static int cuda_stream_wait(unsigned dev, void *stream, void *gate)
 		}
 		/* Refused as such (drivers without batched memory operations
 		 * on this device answer NOT_SUPPORTED, INVALID_VALUE or
-		 * NOT_PERMITTED; rel's review): the two calls from now on,
-		 * this one included. Both are harmless after a batch that
-		 * was partly queued (wait for go == 1 again, write passed = 1
-		 * again). Any other code is the context's failure: the op's. */
+		 * NOT_PERMITTED; rel's review): the two calls, this time, and
+		 * from now on on this device once they worked (no_batch).
+		 * Both are harmless after a batch that was partly queued
+		 * (wait for go == 1 again, write passed = 1 again). Any other
+		 * code is the context's failure: the op's. */
 		if (r != CUDA_ERROR_NOT_SUPPORTED && r != CUDA_ERROR_INVALID_VALUE && r != CUDA_ERROR_NOT_PERMITTED) {
 			leave(pushed);
 			return ods_cu_fail(r, "cuStreamBatchMemOp");
 		}
-		atomic_store_explicit(&no_batch, true, memory_order_relaxed);
+		refused = true;
 	}
 	r = ods_cu.cuStreamWaitValue32(s, g->go_dev, 1, CU_STREAM_WAIT_VALUE_EQ);
 	if (r != CUDA_SUCCESS) {
@@ -268,11 +276,18 @@ static int cuda_stream_wait(unsigned dev, void *stream, void *gate)
 	}
 	/* From here the stream may read the flags until it is past the wait.
 	 * Without the "passed" write below, that is never known: the gate is
-	 * then never reused, and close leaks its block rather than free it. */
+	 * then never reused, and close leaks its block rather than free it.
+	 * If that write fails, the wait is on the stream although this call
+	 * fails: the core opens the gate when it cuts the operation
+	 * (stream_accel.c, wait_refused). */
 	g->waited = true;
 	r = ods_cu.cuStreamWriteValue32(s, g->passed_dev, 1, CU_STREAM_WRITE_VALUE_DEFAULT);
 	leave(pushed);
-	return r == CUDA_SUCCESS ? 0 : ods_cu_fail(r, "cuStreamWriteValue32");
+	if (r != CUDA_SUCCESS)
+		return ods_cu_fail(r, "cuStreamWriteValue32");
+	if (refused)
+		atomic_store_explicit(&no_batch[dev], true, memory_order_relaxed);
+	return 0;
 }
 
 /* Counters are gates whose second word the stream writes with

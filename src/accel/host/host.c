@@ -80,6 +80,12 @@ static unsigned hostdev_n = 1; /* set at open, before any I/O */
  * configuration variable (config.c, README): tests set it. */
 static long fail_after = -1;
 static atomic_ulong pushed_cmds;
+/* Test-only (issue 18): OPENDS_HOSTDEV_FAIL_QUEUED=1 at open makes a stream
+ * wait that the injection fails reach the stream all the same (only its
+ * call reports the failure), as CUDA's gate does when cuStreamWaitValue32
+ * was queued and the cuStreamWriteValue32 after it failed
+ * (cuda_streams.c): the core must open such a gate, or the stream hangs. */
+static bool fail_queued;
 /* The driver result code such a failure reports (backend_err), as CUDA
  * reports the sticky CUDA_ERROR_LAUNCH_FAILED it stands for
  * (tests/test_accel_errors.c). */
@@ -125,6 +131,8 @@ static int hostdev_open(const struct ods_config *cfg, char *why, size_t why_len)
 	hostdev_n = 1;
 	const char *f = getenv("OPENDS_HOSTDEV_FAIL_AFTER");
 	fail_after = f && *f ? strtol(f, NULL, 10) : -1;
+	const char *fq = getenv("OPENDS_HOSTDEV_FAIL_QUEUED");
+	fail_queued = fq && !strcmp(fq, "1");
 	const char *nc = getenv("OPENDS_HOSTDEV_NO_CALLS");
 	no_calls = nc && !strcmp(nc, "1");
 	const char *qm = getenv("OPENDS_HOSTDEV_QUEUE_MAX");
@@ -334,13 +342,26 @@ static int sim_refused(void *stream)
 	return ods_fail(OPENDS_INVALID_VALUE, "hostdev: %p is not a stream of this device", stream);
 }
 
-/* Queue a copy of cmd on the stream. */
-static int sim_push(unsigned dev, void *stream, struct cmd cmd)
+/* OPENDS_HOSTDEV_FAIL_AFTER: this command fails (0 or the error) */
+static int injected(void)
 {
 	if (fail_after >= 0 && atomic_fetch_add(&pushed_cmds, 1) >= (unsigned long)fail_after)
 		return ods_fail_backend(OPENDS_DEVICE_DRIVER_ERROR, HOSTDEV_INJECTED_RESULT,
 					"hostdev: injected stream failure after %ld commands (result %d)", fail_after,
 					HOSTDEV_INJECTED_RESULT);
+	return 0;
+}
+
+/* Queue a copy of cmd on the stream, unless the injection fails it. */
+static int sim_queue(unsigned dev, void *stream, struct cmd cmd);
+static int sim_push(unsigned dev, void *stream, struct cmd cmd)
+{
+	int rc = injected();
+	return rc ? rc : sim_queue(dev, stream, cmd);
+}
+
+static int sim_queue(unsigned dev, void *stream, struct cmd cmd)
+{
 	struct sim_stream *st = sim_find(dev, stream);
 	if (!st)
 		return sim_refused(stream);
@@ -462,8 +483,13 @@ static void sim_gate_put(void *gate)
 
 static int sim_stream_wait(unsigned dev, void *stream, void *gate)
 {
-	/* on failure the gate is lost (it may still be opened): left alone */
-	return sim_push(dev, stream, (struct cmd){ .kind = CMD_WAIT, .gate = gate });
+	/* on failure the gate is lost (the core may still open it, and must
+	 * if the wait reached the stream): left alone */
+	struct cmd c = { .kind = CMD_WAIT, .gate = gate };
+	int rc = injected();
+	if (rc && fail_queued)
+		sim_queue(dev, stream, c); /* half-queued: the wait is on the stream */
+	return rc ? rc : sim_queue(dev, stream, c);
 }
 
 static void sim_gate_open(void *gate)
