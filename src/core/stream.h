@@ -122,6 +122,8 @@ enum {
 	SST_DIRECT,      /* operations run direct (idle stream: no counter,
 			    no dispatcher; stream_accel.c) */
 	SST_POOL_NEW,    /* pinned allocations the staging pool made */
+	SST_CALLER,      /* large reads on an idle stream run on the caller
+			    as a synchronous read (stream_accel.c) */
 	SST_N
 };
 extern bool ods_sstats_on;

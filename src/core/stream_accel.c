@@ -39,6 +39,9 @@ static bool idle_ok = true;
 /* OPENDS_STREAM_DIRECT=0 (test-only, A/B): reads reached at the call on an
  * idle stream run as before (a counter on the stream, the dispatcher) */
 static bool direct_ok = true;
+/* OPENDS_STREAM_CALLER=0 (test-only, A/B): large reads reached at the
+ * call on an idle stream run staged as before (caller_run) */
+static bool caller_ok = true;
 
 /* Queue what piece i needs before its file I/O starts: its gate and, for
  * a read, the copy of the part past EOF from the device into its slot; for
@@ -184,6 +187,30 @@ static void counter_wait(void *counter, uint32_t need, atomic_uint *moving, unsi
 	}
 }
 
+/* A read the stream reached at the call (an idle stream the library made,
+ * nothing ahead of it), too large for the caller to queue without waiting
+ * for the stream (more than QWIN pieces: the caller would sleep in
+ * queue_body until the stream had copied all but the last QWIN): it runs
+ * as the synchronous read does, on the caller, through the engine's own
+ * pipeline, and the call returns once the bytes are in device memory.
+ * Nothing is queued on the stream, so the rule holds (no stream waits on
+ * anything), and the stream's later work follows the read as the call's
+ * order says. Staged, such a read copied its pieces in order on the one
+ * stream, each behind its gate, a finished piece waiting for a slower one
+ * (issue 18: the hot 8 GiB stream leg at 0.91x the sync leg of the same
+ * command); the sync path copies each piece as it is read. The caller,
+ * which waited for most of the read anyway, now waits for all of it. */
+static void caller_run(const struct ods_sargs *a, struct ods_io *io, void *ast, uint64_t t0)
+{
+	ssize_t r = ods_io_run(io);
+	__atomic_store_n(a->result, r, __ATOMIC_RELEASE);
+	if (ast)
+		ods_astream_untrack(ast);
+	ods_sst_add(SST_CALLER, 1);
+	ods_sst_add(SST_ENQ, 1);
+	ods_sst_since(SST_ENQ_NS, t0);
+}
+
 /* The waits, copies, later pieces' gates and counts; *posted: op_launch
  * ran. */
 static int queue_body(struct aop *op, void *stream, bool *queued, bool *posted)
@@ -324,6 +351,10 @@ static opends_error_t accel_enqueue(const char *fn, const struct ods_sargs *a, o
 	if (n > UINT_MAX / 2 || n > (SIZE_MAX - sizeof(struct aop)) / sizeof(struct piece))
 		plan = false, n = 1; /* beyond any memory: let the general way say so */
 	unsigned slots = big ? big_slots : SLOTS, k = n < slots ? (unsigned)n : slots, cls = 0;
+	if (plan && !write && idle && caller_ok && n > QWIN) {
+		caller_run(a, &io, ast, t0);
+		return ods_ok();
+	}
 	size_t slot = ((size < piece ? size : piece) + ODS_ALIGN - 1) & ~(size_t)(ODS_ALIGN - 1);
 	char *stage = NULL;
 	bool over = false;
@@ -462,6 +493,8 @@ static int accel_init(void)
 	idle_ok = !(io && !strcmp(io, "0"));
 	const char *dr = getenv("OPENDS_STREAM_DIRECT");
 	direct_ok = !(dr && !strcmp(dr, "0"));
+	const char *cr = getenv("OPENDS_STREAM_CALLER");
+	caller_ok = !(cr && !strcmp(cr, "0"));
 	unsigned mib, k;
 	const char *v = getenv("OPENDS_STREAM_BIG");
 	if (v && sscanf(v, "%u,%u", &mib, &k) == 2 && mib >= 1 && mib <= 256 && k >= 1 &&

@@ -224,11 +224,13 @@ void ods_sstats_print(void)
 	fprintf(stderr,
 		"opends stream stats: %llu ops: call %.2f us, call->result %.1f us, result->copied %.1f us; "
 		"%llu syncs: waiting %.2f us (%llu slept), accelerator sync %.2f us; dispatcher: %llu polls, "
-		"%.1f ops each, %llu wakes; %llu ops direct; staging pool: %llu pinned allocations\n",
+		"%.1f ops each, %llu wakes; %llu ops direct; staging pool: %llu pinned allocations; "
+		"%llu large ops run on the caller\n",
 		v[SST_ENQ], (double)v[SST_ENQ_NS] / 1e3 / ops, (double)v[SST_PUB_NS] / 1e3 / ops,
 		(double)v[SST_END_NS] / 1e3 / ops, v[SST_SYNC], (double)v[SST_SYNC_WAIT_NS] / 1e3 / syncs,
 		v[SST_SYNC_SLEEPS], (double)v[SST_SYNC_ACC_NS] / 1e3 / syncs, v[SST_ROUNDS],
-		v[SST_ROUNDS] ? (double)v[SST_VISITS] / (double)v[SST_ROUNDS] : 0.0, v[SST_WAKES], v[SST_DIRECT], v[SST_POOL_NEW]);
+		v[SST_ROUNDS] ? (double)v[SST_VISITS] / (double)v[SST_ROUNDS] : 0.0, v[SST_WAKES], v[SST_DIRECT], v[SST_POOL_NEW],
+		v[SST_CALLER]);
 }
 
 /* -- staging -- */
