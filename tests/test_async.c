@@ -11,7 +11,7 @@
  *  - async writes, checked with plain pread;
  *  - 10,000 small reads with up to 1000 outstanding, also with one worker
  *    and queue depth 1, so submission must apply back-pressure instead of
- *    failing;
+ *    failing; and with OPENDS_AB_ASYNC_NOWAIT=1, which queues them all;
  *  - OPENDS_CALLER_STATS=1 prints, at driver close, one line counting
  *    each kind of call the caller made (exact counts).
  */
@@ -355,6 +355,21 @@ int main(int argc, char **argv)
 	close(fd);
 	OK(opends_driver_close());
 	printf("async with 1 thread / depth 1: OK\n");
+
+	/* the same without waiting for room (OPENDS_AB_ASYNC_NOWAIT=1): the
+	 * requests queue past the engine's cap, every byte still right */
+	t_phase = "OPENDS_AB_ASYNC_NOWAIT=1, 1 thread, queue depth 1";
+	setenv("OPENDS_AB_ASYNC_NOWAIT", "1", 1);
+	t_driver_open();
+	fd = t_open(path, O_RDONLY, false);
+	fh = t_register(fd);
+	backpressure(fh, 5000, 1000);
+	window(fh, false);
+	OK(opends_handle_deregister(fh));
+	close(fd);
+	OK(opends_driver_close());
+	unsetenv("OPENDS_AB_ASYNC_NOWAIT");
+	printf("async without waiting for room: OK\n");
 
 	/* Closing the driver with futures nobody awaited: close waits for
 	 * them (they must not run against freed handles), and each future

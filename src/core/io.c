@@ -298,6 +298,22 @@ struct ods_future {
 _Static_assert(sizeof(struct ods_future) <= sizeof(opends_async_future_t), "future fits the public type");
 _Static_assert(_Alignof(struct ods_future) <= _Alignof(opends_async_future_t), "future alignment");
 
+/* OPENDS_AB_ASYNC_NOWAIT=1 (an A/B switch, read at driver open): a
+ * future's request queues without waiting for room in the engine's queue
+ * (its cap: threads x depth requests and as many chunks' bytes, 128 MiB by
+ * default). The caller bounds what it has in flight by its own futures;
+ * one that waits for room blocks per submit once 128 MiB are queued
+ * (imagenetish hot async, 4096 futures of ~110 KB: about 1200 files),
+ * woken by a worker's broadcast for each request it starts. The H200
+ * probe decides whether the default changes. */
+static bool async_nowait;
+
+void ods_io_switches(void)
+{
+	const char *v = getenv("OPENDS_AB_ASYNC_NOWAIT");
+	async_nowait = v && !strcmp(v, "1");
+}
+
 /* A future's request: allocated by the caller, freed by a worker, so
  * recycled (ods_recycle in ods.h) */
 static struct ods_recycle future_ios = ODS_RECYCLE_INIT(sizeof(struct ods_io), 8192);
@@ -344,7 +360,7 @@ static opends_error_t async_rw(int opcode, opends_handle_t fh, const void *buf, 
 	io->owner = f;
 	io->done = future_done;
 	io->leaf = true;
-	ods_io_submit(io, true);
+	ods_io_submit(io, !async_nowait);
 	return ods_ok();
 }
 

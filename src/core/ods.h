@@ -308,6 +308,8 @@ static inline void ods_cs_end(unsigned k, uint64_t t0)
 /* at driver open (reads the variable) and close (prints, clears) */
 void ods_cstats_open(void);
 void ods_cstats_close(void);
+/* at driver open: io.c's A/B switches (OPENDS_AB_ASYNC_NOWAIT) */
+void ods_io_switches(void);
 
 /* ---- waiting: futex-based one-shot completion ------------------------- */
 

@@ -38,6 +38,7 @@ static size_t nregions, regions_cap;
 int ods_registry_init(void)
 {
 	ods_cstats_open();
+	ods_io_switches();
 	ods_slots_init(&handles);
 	return 0;
 }
