@@ -285,15 +285,24 @@ static void pci_read(int ordinal, const char *file, char *out, size_t n)
 }
 
 /* PCIe generation from sysfs's link speed ("32.0 GT/s PCIe"), -1 unknown */
+/* "2.5 GT/s PCIe", "16.0 GT/s PCIe": read in tenths by hand, not with
+ * atof, which follows the program's LC_NUMERIC (under de_DE "2.5" read as
+ * 2, a Gen1 link as unknown: rel's finding) */
 static int pcie_gen_of(const char *speed)
 {
 	static const struct {
-		double gts;
+		int tenths;
 		int gen;
-	} g[] = { { 2.5, 1 }, { 5, 2 }, { 8, 3 }, { 16, 4 }, { 32, 5 }, { 64, 6 } };
-	double v = speed[0] ? atof(speed) : 0;
+	} g[] = { { 25, 1 }, { 50, 2 }, { 80, 3 }, { 160, 4 }, { 320, 5 }, { 640, 6 } };
+	int v = 0;
+	const char *c = speed;
+	for (; *c >= '0' && *c <= '9' && v < 100000; c++)
+		v = v * 10 + (*c - '0');
+	v *= 10;
+	if (*c == '.' && c[1] >= '0' && c[1] <= '9')
+		v += c[1] - '0';
 	for (size_t i = 0; i < sizeof(g) / sizeof(*g); i++)
-		if (v > g[i].gts * 0.9 && v < g[i].gts * 1.1)
+		if (v == g[i].tenths)
 			return g[i].gen;
 	return -1;
 }
