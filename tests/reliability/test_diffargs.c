@@ -28,8 +28,16 @@
  * The seed is printed (OPENDS_TEST_SEED=N repeats a run); a difference
  * prints it with the step. Backend and memory kind from OPENDS_BACKEND /
  * OPENDS_ACCEL. Exit 0 pass, 1 fail, 77 skip.
+ *
+ * Built with -DDIFFARGS_CUDA (test_gpu_diffargs, suite gpu) the pool is
+ * real device memory (cuMemAlloc; the last 1 MiB of a 2 MiB allocation, so
+ * a huge read's target ends where the allocation does): writes' bytes go
+ * in with cuMemcpyHtoD and every check copies the pool out first.
  */
 #include "../sources/fake.h" /* source handles over the file (use_fd) */
+#ifdef DIFFARGS_CUDA
+#include "../gpu/gpu_common.h"
+#endif
 
 #include <inttypes.h>
 #include <sys/mman.h>
@@ -61,6 +69,31 @@ static int chk_fd = -1;
 static uint8_t *fmodel, *fbuf;
 static size_t fsz;
 static uint8_t *pool, *shadow; /* pool: POOL bytes followed by a PROT_NONE page */
+#ifdef DIFFARGS_CUDA
+static uint8_t *view; /* the pool as read back for checks */
+#endif
+
+/* Put shadow[at, at + n) into the pool (host: it is there already when
+ * the caller wrote the pool; device: copied in). */
+static void pool_put(size_t at, size_t n)
+{
+#ifdef DIFFARGS_CUDA
+	CU(ods_cu.cuMemcpyHtoD((CUdeviceptr)(uintptr_t)(pool + at), shadow + at, n));
+#else
+	memcpy(pool + at, shadow + at, n);
+#endif
+}
+
+/* The pool's bytes now, for a check. */
+static const uint8_t *pool_view(void)
+{
+#ifdef DIFFARGS_CUDA
+	CU(ods_cu.cuMemcpyDtoH(view, (CUdeviceptr)(uintptr_t)pool, POOL));
+	return view;
+#else
+	return pool;
+#endif
+}
 static size_t reg_off, reg_len;
 static opends_handle_t H[NKIND];
 static int hfd[NKIND];
@@ -256,7 +289,7 @@ static void apply(const struct op *o, long got)
 {
 	if (got <= 0)
 		return;
-	uint8_t *t = pool + o->at + o->boff;
+	const uint8_t *t = shadow + o->at + o->boff; /* a write's bytes (fill_src put them there too) */
 	if (o->rd) {
 		memcpy(shadow + o->at + o->boff, fmodel + o->foff, (size_t)got);
 		return;
@@ -279,8 +312,9 @@ static void check_result(const struct op *o, long got, const char *how)
 static void check_all(const char *what)
 {
 	size_t at;
-	if (t_first_diff(pool, shadow, POOL, &at))
-		DIFF("after %s: pool byte %zu is 0x%02x, its model 0x%02x (written outside a target)", what, at, pool[at],
+	const uint8_t *v = pool_view();
+	if (t_first_diff(v, shadow, POOL, &at))
+		DIFF("after %s: pool byte %zu is 0x%02x, its model 0x%02x (written outside a target)", what, at, v[at],
 		     shadow[at]);
 	off_t sz = t_file_size(chk_fd);
 	if ((size_t)sz != fsz)
@@ -295,10 +329,10 @@ static void fill_src(const struct op *o)
 {
 	if (o->rd || o->want <= 0)
 		return;
-	uint8_t *t = pool + o->at + o->boff;
+	uint8_t *t = shadow + o->at + o->boff;
 	for (size_t i = 0; i < o->size; i++)
 		t[i] = (uint8_t)rnd();
-	memcpy(shadow + o->at + o->boff, t, o->size);
+	pool_put(o->at + (size_t)o->boff, o->size);
 }
 
 static void do_sync(void)
@@ -472,16 +506,28 @@ int main(int argc, char **argv)
 	       getenv("OPENDS_ACCEL") ? getenv("OPENDS_ACCEL") : "auto");
 	t_watchdog(120);
 
+#ifdef DIFFARGS_CUDA
+	CUcontext ctx;
+	static const char *const need[] = { "cuMemAlloc_v2", NULL };
+	gpu_open(need, 1, &ctx, 1, NULL);
+	CUdeviceptr dm;
+	CU(ods_cu.cuMemAlloc(&dm, 2 * POOL));
+	uint8_t *m = (uint8_t *)(uintptr_t)dm;
+	pool = m + POOL; /* ends where the allocation does */
+	view = t_xmalloc(POOL);
+	hostdev = true; /* device memory: the stream's copies as with hostdev */
+#else
 	uint8_t *m = mmap(NULL, POOL + PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	CHECK(m != MAP_FAILED);
 	CHECK(mprotect(m + POOL, PAGE, PROT_NONE) == 0); /* a huge read that goes past its bytes faults */
 	pool = m;
+#endif
 	shadow = t_xmalloc(POOL);
 	fmodel = t_xmalloc(FMAX);
 	fbuf = t_xmalloc(FMAX);
 	for (size_t i = 0; i < POOL; i++)
-		pool[i] = (uint8_t)rnd();
-	memcpy(shadow, pool, POOL);
+		shadow[i] = (uint8_t)rnd();
+	pool_put(0, POOL);
 	fsz = rn(FMAX / 2);
 	for (size_t i = 0; i < fsz; i++)
 		fmodel[i] = (uint8_t)rnd();
@@ -529,7 +575,12 @@ int main(int argc, char **argv)
 	for (int k = K_RW; k <= K_DIRECT; k++)
 		close(hfd[k]);
 	close(chk_fd);
+#ifdef DIFFARGS_CUDA
+	CU(ods_cu.cuMemFree(dm));
+	free(view);
+#else
 	munmap(m, POOL + PAGE);
+#endif
 	printf("diffargs: %lu steps (sync %lu, async %lu, batch %lu, stream %lu), %lu calls with an argument error, "
 	       "%lu huge reads at EOF; every answer and byte as the model\n",
 	       step, ncalls[0], ncalls[1], ncalls[2], ncalls[3], nfault, nhuge);

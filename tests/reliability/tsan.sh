@@ -47,7 +47,7 @@ if [ ! -f "$build/build.ninja" ]; then
 		{ cat "$probe/setup.log"; echo "FAIL: meson setup"; exit 1; }
 fi
 ninja -C "$build" tests/reliability/test_stress tests/reliability/test_races tests/reliability/test_diff \
-	tests/reliability/test_close tests/reliability/test_reuse tests/reliability/test_diffmt tests/sources/test_source_cancel tests/test_config_race >"$probe/build.log" 2>&1 ||
+	tests/reliability/test_close tests/reliability/test_reuse tests/reliability/test_diffmt tests/reliability/test_diffargs tests/sources/test_source_cancel tests/test_config_race >"$probe/build.log" 2>&1 ||
 	{ tail -30 "$probe/build.log"; echo "FAIL: build"; exit 1; }
 
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1 second_deadlock_stack=1 exitcode=66}
@@ -69,7 +69,8 @@ for b in ref uring gds; do
 	# threaded form (large writes, read-ahead's kept buffers, handles
 	# re-registered while other threads read)
 	for accel in host hostdev; do
-		for t in sources/test_source_cancel "reliability/test_diff 100000 1" "reliability/test_diffmt 1"; do
+		for t in sources/test_source_cancel "reliability/test_diff 100000 1" "reliability/test_diffmt 1" \
+			"reliability/test_diffargs 100000 1"; do
 			OPENDS_BACKEND=$b OPENDS_ACCEL=$accel "${run[@]}" $build/tests/$t >/dev/null
 			r=$?
 			case $r in
@@ -98,7 +99,7 @@ for b in ref uring gds; do
 	esac
 	# deregistration under calls on the handle, stale handles whose struct
 	# serves a new registration (the hold of registry.c)
-	for what in held self double reuse reuse_stream; do
+	for what in held self cross double reuse reuse_stream; do
 		accel=host
 		[ $what = reuse_stream ] && accel=hostdev # the library's streams
 		OPENDS_BACKEND=$b OPENDS_ACCEL=$accel "${run[@]}" "$build/tests/reliability/test_reuse" $what 1 >/dev/null
