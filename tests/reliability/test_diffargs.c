@@ -161,11 +161,12 @@ static bool crosses(size_t at, size_t boff, size_t size)
  * stream reads into device memory: the staged stream copies whole pieces
  * and keeps the bytes past EOF by copying the device's own bytes out and
  * back (docs/stream-ordering.md), so it reads and rewrites up to size. */
-static bool hostdev;
+static bool hostdev, stream_huge; /* OPENDS_DIFFARGS_STREAM_HUGE=1: those stream reads too (the
+				    streams helper's question, on a GPU: do they touch past the allocation?) */
 static bool huge_ok(const struct op *o)
 {
 	bool fd = o->k == K_RW || o->k == K_RO || o->k == K_DIRECT;
-	return fd && !(o->fam == STREAM && hostdev);
+	return fd && !(o->fam == STREAM && hostdev && !stream_huge);
 }
 
 /* Draw one call. */
@@ -500,6 +501,7 @@ int main(int argc, char **argv)
 	seed = se && *se ? strtoull(se, NULL, 0) : (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 20);
 	rng = seed;
 	hostdev = getenv("OPENDS_ACCEL") && !strcmp(getenv("OPENDS_ACCEL"), "hostdev");
+	stream_huge = getenv("OPENDS_DIFFARGS_STREAM_HUGE") && !strcmp(getenv("OPENDS_DIFFARGS_STREAM_HUGE"), "1");
 	trace = getenv("OPENDS_DIFF_TRACE") && !strcmp(getenv("OPENDS_DIFF_TRACE"), "1");
 	printf("diffargs: seed %" PRIu64 " (OPENDS_TEST_SEED repeats it), backend %s, accel %s\n", seed,
 	       getenv("OPENDS_BACKEND") ? getenv("OPENDS_BACKEND") : "auto",
