@@ -266,6 +266,10 @@ static ssize_t sync_rw(int opcode, opends_handle_t fh, const void *buf, size_t s
 	else if (r < 0 && r > -OPENDS_ERRNO_MAX) /* the operating system's error: say where */
 		ods_fail((int)-r, "%s of %zu bytes at file offset %lld failed: %s", opname(opcode), size,
 			 (long long)file_offset, opends_op_status_error((int)r));
+	else if (r < 0 && io.why) /* a library worker's failure, its sentence kept by the engine (stage.c):
+				     the detail is per thread, and the worker's is not the caller's */
+		ods_fail((int)-r, "%s of %zu bytes at file offset %lld failed: %s", opname(opcode), size,
+			 (long long)file_offset, io.why);
 	return r;
 }
 
