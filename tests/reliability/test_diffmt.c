@@ -11,7 +11,13 @@
  * alignment, sequential runs of 256 KiB reads (read-ahead, whose buffers
  * are kept for the next handle), groups of small async writes then reads
  * (futures' requests recycled across threads), one batch of reads (entries
- * finishing without the batch lock) and stream reads. Every thread
+ * finishing without the batch lock), batches of writes (checked by reads
+ * right after), stream reads, and a stream write followed on the same
+ * stream by a read of the same range (stream order). Besides its own fd
+ * handle and the shared one, each thread has a source handle over the same
+ * file (tests/sources/fake.h over an fd; completing inline, from the
+ * source's threads or blocking, picked by the seed) that every kind of
+ * operation goes through now and then. Every thread
  * deregisters and registers its own handle again now and then (read-ahead
  * buffers handed to the next handle while other threads read ahead), with
  * O_DIRECT or without; some operations go through the one shared handle.
@@ -27,6 +33,8 @@
 #include "rel.h"
 
 #include <inttypes.h>
+
+#include "../sources/fake.h" /* source handles over the file (use_fd) */
 
 #include "opends/batch.h"
 
@@ -52,6 +60,9 @@ struct worker {
 	opends_handle_t h;
 	opends_stream_t st;
 	opends_batch_t batch;
+	struct fake *src; /* a source handle over the file */
+	int sfd;
+	opends_handle_t sh;
 };
 
 static uint64_t wr(struct worker *w, uint64_t n)
@@ -76,7 +87,20 @@ static void reopen_own(struct worker *w)
 
 static opends_handle_t pick_h(struct worker *w)
 {
-	return wr(w, 4) ? w->h : shared_h;
+	unsigned k = (unsigned)wr(w, 8);
+	return k == 0 ? shared_h : k == 1 ? w->sh : w->h;
+}
+
+/* The thread's source handle over the file (fake.h, mode from the seed). */
+static void open_source(struct worker *w)
+{
+	w->sfd = open(path, O_RDWR);
+	R_CHECK(w->sfd >= 0, "open: %s", strerror(errno));
+	w->src = fake_new((enum fake_mode)wr(w, 3), 0, NULL);
+	w->src->fd = w->sfd;
+	w->src->use_fd = true;
+	opends_source_desc_t d = fake_desc(w->src);
+	R_TRY(opends_handle_register_source(&w->sh, &d));
 }
 
 /* r bytes read into b from region offset ro: the model's */
@@ -100,7 +124,7 @@ static void fill(struct worker *w, uint8_t *p, size_t n)
 static void step(struct worker *w)
 {
 	off_t base = (off_t)(w->id * REGION);
-	switch (wr(w, 8)) {
+	switch (wr(w, 10)) {
 	case 0:
 	case 1: { /* a large aligned synchronous write */
 		size_t n = ((size_t)1 << 20) + 4096 * (1 + wr(w, (BIGMAX - (1u << 20)) / 4096));
@@ -194,6 +218,54 @@ static void step(struct worker *w)
 			check(w, "stream read", res[k], n[k], w->buf + (size_t)k * 262144, ro[k]);
 		break;
 	}
+	case 7: { /* a batch of writes, each read back at once */
+		enum { K = 4 };
+		opends_io_params_t p[K];
+		size_t ro[K], n[K];
+		for (int k = 0; k < K; k++) { /* disjoint: slot k of the region and of buf */
+			n[k] = 1 + wr(w, 65536);
+			ro[k] = (size_t)k * (REGION / K) + wr(w, REGION / K - n[k]);
+			fill(w, w->buf + (size_t)k * 65536, n[k]);
+			p[k] = t_batch_entry(pick_h(w), OPENDS_WRITE, w->buf, n[k], base + (off_t)ro[k], (off_t)k * 65536,
+					     (void *)(uintptr_t)k);
+		}
+		R_TRY(opends_batch_submit(w->batch, K, p, 0));
+		opends_io_events_t ev[K];
+		unsigned got = 0;
+		while (got < K) {
+			unsigned nr = K - got;
+			R_TRY(opends_batch_get_status(w->batch, 1, &nr, ev, NULL));
+			for (unsigned i = 0; i < nr; i++) {
+				int k = (int)(uintptr_t)ev[i].cookie;
+				R_CHECK(ev[i].status == OPENDS_COMPLETE && ev[i].ret == (ssize_t)n[k],
+					"thread %u batch write status 0x%x ret %zd of %zu; seed %" PRIu64, w->id,
+					(unsigned)ev[i].status, ev[i].ret, n[k], seed0);
+				memcpy(w->model + ro[k], w->buf + (size_t)k * 65536, n[k]);
+			}
+			got += nr;
+		}
+		for (int k = 0; k < K; k++) {
+			uint8_t *b = w->buf + (size_t)K * 65536;
+			check(w, "read after a batch write", opends_sync_read(pick_h(w), b, n[k], base + (off_t)ro[k], 0),
+			      n[k], b, ro[k]);
+		}
+		break;
+	}
+	case 8: { /* a stream write, then a read of it on the same stream */
+		size_t n = 1 + wr(w, 262144), ro = wr(w, REGION - n + 1);
+		size_t sw = n, sr = n;
+		off_t fw = base + (off_t)ro, fr = fw, bw = 0, br = 262144 + (off_t)wr(w, 4096);
+		ssize_t rw = -1, rr = -1;
+		fill(w, w->buf, n);
+		memset(w->buf + br, 0xee, n);
+		R_TRY(opends_stream_write(pick_h(w), w->buf, &sw, &fw, &bw, &rw, w->st));
+		R_TRY(opends_stream_read(pick_h(w), w->buf, &sr, &fr, &br, &rr, w->st));
+		R_TRY(opends_stream_synchronize(w->st));
+		R_CHECK(rw == (ssize_t)n, "thread %u stream write of %zu: %zd; seed %" PRIu64, w->id, n, rw, seed0);
+		memcpy(w->model + ro, w->buf, n);
+		check(w, "stream read after a stream write", rr, n, w->buf + br, ro);
+		break;
+	}
 	default: /* its own handle again (read-ahead's kept buffers) */
 		reopen_own(w);
 		break;
@@ -204,6 +276,7 @@ static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
 	reopen_own(w);
+	open_source(w);
 	R_TRY(opends_stream_create(&w->st));
 	R_TRY(opends_batch_setup(&w->batch, 8));
 	while (!atomic_load(&stop))
@@ -212,6 +285,11 @@ static void *worker_main(void *arg)
 	R_TRY(opends_stream_destroy(w->st));
 	R_TRY(opends_handle_deregister(w->h));
 	close(w->fd);
+	R_TRY(opends_handle_deregister(w->sh));
+	R_CHECK(atomic_load(&w->src->released) == 1, "thread %u: the source was released %d times", w->id,
+		atomic_load(&w->src->released));
+	fake_free(w->src);
+	close(w->sfd);
 	return NULL;
 }
 
