@@ -24,6 +24,8 @@
 
 #include "cuda_int.h"
 
+static bool pinned_thp; /* OPENDS_AB_PINNED_THP (cuda_pinned_alloc) */
+
 struct cuda_state ods_cuda;
 #define C ods_cuda
 
@@ -238,6 +240,8 @@ static int cuda_open(const struct ods_config *cfg, char *why, size_t why_len)
 	}
 	ods_accel_near_open(NULL);
 	ods_cu_sync_copy_setup();
+	const char *thp = getenv("OPENDS_AB_PINNED_THP");
+	pinned_thp = thp && !strcmp(thp, "1");
 	return 0;
 }
 
@@ -386,10 +390,39 @@ static enum ods_mem_kind cuda_classify(const void *p, unsigned *dev)
 /* Anonymous memory, then registered, portable to every context: io_uring
  * accepts it as fixed buffers on every kernel, where cuMemHostAlloc memory
  * is file-backed and refused by older ones. */
+/* OPENDS_AB_PINNED_THP=1 (A/B, read at open; small's lead): pinned
+ * memory of 2 MiB or more starts on a 2 MiB boundary with MADV_HUGEPAGE
+ * before cuMemHostRegister faults it in, so that the kernel's copies into
+ * it (a read of cached pages) and the GPU's DMA from it may walk 2 MiB
+ * pages instead of 4 KiB ones, as cuMemAllocHost memory does (the
+ * machine's THP is "madvise": nothing is huge without asking). The mapping
+ * is trimmed to [p, p + n), so pinned_free is the same either way; where
+ * no huge page is had the pages are plain ones. */
+#define THP_SIZE ((size_t)2 << 20)
+
+static void *map_pinnable(size_t n)
+{
+	if (!pinned_thp || n < THP_SIZE) {
+		void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		return p == MAP_FAILED ? NULL : p;
+	}
+	char *b = mmap(NULL, n + THP_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (b == MAP_FAILED)
+		return NULL;
+	char *p = (char *)(((uintptr_t)b + THP_SIZE - 1) & ~(uintptr_t)(THP_SIZE - 1));
+	size_t head = (size_t)(p - b), tail = THP_SIZE - head;
+	if (head)
+		munmap(b, head);
+	if (tail)
+		munmap(p + n, tail);
+	madvise(p, n, MADV_HUGEPAGE); /* (best effort) */
+	return p;
+}
+
 static void *cuda_pinned_alloc(size_t n)
 {
-	void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED)
+	void *p = map_pinnable(n);
+	if (!p)
 		return NULL;
 	CUresult r = ods_cu.cuCtxPushCurrent(C.base);
 	if (r == CUDA_SUCCESS) {
