@@ -24,7 +24,11 @@
  *   nowake    a read submitted while a worker spins idle wakes no sleeping
  *             worker (the spinner takes it)
  *   chunkfit  ods_stage_chunk_fit sizes the chunk from the budget left
- * Usage: test_stage_fair devices|fifo|cancel|many|extra|nowake|chunkfit
+ *   dcap      OPENDS_AB_DIRECT_INFLIGHT=128k (two chunks): a worker of depth
+ *             8 keeps two device reads in flight, a third starts when one
+ *             ends; reads the mover does not mark as device reads, and
+ *             any without the variable, fill the depth; byte-exact
+ * Usage: test_stage_fair devices|fifo|cancel|many|extra|nowake|chunkfit|dcap
  */
 #include <linux/futex.h>
 #include <signal.h>
@@ -55,6 +59,8 @@ static struct ods_io *g_started[MAXSTART]; /* the request of each chunk, in hand
 static unsigned g_worker[MAXSTART];        /* and the worker it was handed to */
 static unsigned g_nstarted;
 
+static bool g_device_io; /* gm_read marks its reads as device reads (dcap) */
+
 static int gm_req_init(struct ods_stage_req *r)
 {
 	r->fsize = (off_t)(2 * LEN);
@@ -73,6 +79,7 @@ static void gm_read(struct ods_stage_unit *u)
 		ods_stage_end(u, -ENOMEM);
 		return;
 	}
+	u->device_io = g_device_io;
 	pthread_mutex_lock(&g_lock);
 	if (g_nstarted == MAXSTART)
 		FAIL("more chunks handed out than the requests have");
@@ -563,10 +570,52 @@ static void case_many(void)
 	printf("many: %d requests in one submit, waiting for room halfway, in order and byte-exact\n", NMANY);
 }
 
+/* chunks handed out to one worker of depth 8 with the read of LEN queued,
+ * once they stop coming (then one released: want + 1), byte-exact */
+static unsigned dcap_run(const char *cap, bool device_io, unsigned want)
+{
+	reset();
+	if (cap)
+		setenv("OPENDS_AB_DIRECT_INFLIGHT", cap, 1);
+	else
+		unsetenv("OPENDS_AB_DIRECT_INFLIGHT");
+	g_device_io = device_io;
+	static struct ods_config cfg;
+	struct ods_stage_params p = { .threads = 1, .depth = 8, .chunk = CHUNK, .spin_us = 0 };
+	struct ods_stage *s;
+	if (ods_stage_open(&s, &p, &gate_mover, &cfg, &ods_accel_hostdev))
+		FAIL("ods_stage_open: %s", opends_last_error_detail());
+	struct req a;
+	submit(s, &a, 0, 0, LEN, false);
+	wait_held(want, MAXSTART);
+	usleep(50 * 1000); /* (more would have come by now) */
+	unsigned n = nstarted();
+	if (n != want)
+		FAIL("cap %s, device reads %d: %u chunks in flight, want %u", cap ? cap : "unset", device_io, n, want);
+	if (!release_one())
+		FAIL("nothing held");
+	wait_held(want, want + 1);
+	usleep(20 * 1000);
+	if (nstarted() != want + 1)
+		FAIL("cap %s: %u handed out after one ended, want %u", cap ? cap : "unset", nstarted(), want + 1);
+	finish(&a, (ssize_t)LEN, "dcap read");
+	ods_stage_close(s);
+	return n;
+}
+
+static void case_dcap(void)
+{
+	dcap_run("128k", true, 2);
+	dcap_run("128k", false, 8);
+	dcap_run(NULL, true, 8);
+	dcap_run("12x", true, 8); /* not a size: no cap */
+	printf("dcap: two device reads of 64 KiB in flight under a 128 KiB cap, the depth without\n");
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2)
-		FAIL("usage: test_stage_fair devices|fifo|cancel|many|extra|nowake|chunkfit");
+		FAIL("usage: test_stage_fair devices|fifo|cancel|many|extra|nowake|chunkfit|dcap");
 	alarm(60); /* a request lost from the queue would hang */
 	g_model = malloc(2 * LEN);
 	if (!g_model)
@@ -592,6 +641,8 @@ int main(int argc, char **argv)
 		case_nowake();
 	else if (!strcmp(argv[1], "chunkfit"))
 		case_chunkfit();
+	else if (!strcmp(argv[1], "dcap"))
+		case_dcap();
 	else
 		FAIL("unknown case %s", argv[1]);
 	free(g_model);

@@ -93,8 +93,13 @@ struct ods_stage_unit {
 	off_t io_off;           /* source offset of io_buf[0] */
 	size_t io_len, io_done; /* asked for; moved so far */
 	bool slot;              /* io_buf is this unit's slot */
+	bool device_io;         /* read(): set when the transfer goes to the storage
+				   device (O_DIRECT), not to a cache; the engine keeps
+				   at most OPENDS_AB_DIRECT_INFLIGHT bytes of those in
+				   flight per worker (stage.c) */
 
 	/* the engine's */
+	size_t dio_n;           /* bytes counted in its worker's dio_bytes */
 	int state;
 	unsigned held_gen;      /* its worker's held_gen when taken */
 	void *cp_dst;

@@ -39,6 +39,7 @@ struct ods_stage_worker {
 	struct ods_stage_unit *_Atomic posted; /* completions from other threads */
 	unsigned near_dev;            /* the device whose NUMA node it last moved to for */
 	bool idle_counted;            /* counted in s->nidle (stage.c idle_mark) */
+	size_t dio_bytes;             /* bytes of its units' device reads in flight (u->device_io) */
 };
 
 struct ods_stage {
@@ -64,6 +65,7 @@ struct ods_stage {
 	unsigned ready;      /* workers done setting up (lock) */
 	pthread_cond_t ready_cv;
 	struct ods_stage_wr *wr; /* stage_wr.c's buffers; NULL: its way is off */
+	size_t dio_cap;          /* per worker, bytes of device reads in flight; 0 no cap */
 	uint64_t req_ids;        /* the last request id given (lock) */
 };
 
