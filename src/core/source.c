@@ -19,10 +19,7 @@
 #define DESC_V1 (offsetof(opends_source_desc_t, domain) + sizeof(uint64_t))
 #define OPS_V1 (offsetof(opends_source_ops_t, describe) + sizeof(void (*)(void)))
 
-/* name into dst[n]: whole when it fits, else its head and tail around
- * "..." (an object path's end, often what tells two objects apart, stays
- * visible; a silent cut would read as the name of another object). */
-static void abbrev(char *dst, size_t n, const char *name)
+void ods_src_abbrev(char *dst, size_t n, const char *name)
 {
 	size_t len = strlen(name);
 	if (len < n) {
@@ -82,7 +79,7 @@ OPENDS_API opends_error_t opends_handle_register_source(opends_handle_t *fh, con
 	s->size = d.size;
 	s->unit = d.io_unit ? d.io_unit : ODS_SRC_DEF_UNIT;
 	s->max_io = d.max_io;
-	abbrev(s->label, sizeof(s->label), s->ops.name ? s->ops.name : "source");
+	ods_src_abbrev(s->label, sizeof(s->label), s->ops.name ? s->ops.name : "source");
 	s->ops.name = s->label;
 	bool writable = !(d.flags & OPENDS_SOURCE_RDONLY) && (blocking ? s->ops.write != NULL : s->ops.write_async != NULL);
 
@@ -252,7 +249,7 @@ ssize_t ods_source_run(struct ods_io *io)
 /* The detail of a failed request. It must fit the thread's detail (255
  * bytes, errors.c) whole, also behind the prefix the call that repeats it
  * puts in front (await's, or batch_get_status's "the entry with cookie
- * 0x...: ", at most 64 bytes): the label is shortened (abbrev) to leave
+ * 0x...: ", at most 64 bytes): the label is shortened (ods_src_abbrev) to leave
  * room for the offsets and the error, which a long object name would push
  * out. */
 #define DETAIL_MAX (255u - 64u)
@@ -264,7 +261,7 @@ static void fail_text(char *buf, size_t n, const struct ods_io *io, ssize_t r)
 			 io->opcode == OPENDS_READ ? "read" : "write", io->size, (long long)io->off,
 			 (long long)(off_t)io->be_scratch[0], opends_op_status_error((int)r));
 	size_t room = k > 0 && (size_t)k < DETAIL_MAX - 40 ? DETAIL_MAX - (size_t)k : 40;
-	abbrev(label, room < sizeof(label) ? room + 1 : sizeof(label), s->label);
+	ods_src_abbrev(label, room < sizeof(label) ? room + 1 : sizeof(label), s->label);
 	snprintf(buf, n, "%s%s", label, rest);
 }
 

@@ -69,6 +69,12 @@ static inline void ods_src_note_off(struct ods_io *io, off_t at)
 
 /* ---- source.c ---------------------------------------------------------- */
 
+/* name into dst[n] (n >= 8): whole when it fits, else its head and tail
+ * around "..." (an object path's end, often what tells two objects apart,
+ * stays visible; a silent cut would read as the name of another object,
+ * and a detail cut inside a name loses the error that follows it). */
+void ods_src_abbrev(char *dst, size_t n, const char *name);
+
 /* The detail of a failed request (its offset from ods_src_note_off) as a
  * string that lives as long as the process, for io->why (a future repeats
  * it at await); NULL when the table of them is full. */

@@ -434,7 +434,7 @@ static size_t conf_num(void *cluster, const char *name, size_t dflt)
 }
 
 /* Register s (on success it belongs to the handle). */
-static int r_register(opends_handle_t *fh, struct rsrc *s, const char *pool, bool rdonly)
+static int r_register(opends_handle_t *fh, struct rsrc *s, const char *pool, const char *ns, bool rdonly)
 {
 	void *cluster = rlib.ioctx_get_cluster(s->io);
 	s->timeout = (unsigned)conf_num(cluster, "rados_osd_op_timeout", 0);
@@ -445,11 +445,14 @@ static int r_register(opends_handle_t *fh, struct rsrc *s, const char *pool, boo
 	memset(&d, 0, sizeof(d));
 	opends_source_ops_t o = rados_ops;
 	/* the whole name: registration abbreviates it to fit (source.c) */
-	size_t ln = strlen(pool) + strlen(s->oid) + 32;
+	size_t ln = strlen(pool) + strlen(s->oid) + (ns ? strlen(ns) : 0) + 40;
 	char *label = malloc(ln);
 	if (!label)
 		return ods_fail(OPENDS_NOMEM_ERROR, "rados: out of memory");
-	snprintf(label, ln, "rados://%s/%s%s", pool, s->oid, s->striper ? " (striped)" : "");
+	/* the namespace too: two objects of one name in two namespaces are
+	 * told apart in details and describe */
+	snprintf(label, ln, "rados://%s/%s%s%s%s", pool, s->oid, ns && *ns ? "?ns=" : "", ns && *ns ? ns : "",
+		 s->striper ? " (striped)" : "");
 	o.name = label;
 	d.struct_size = sizeof(d);
 	d.ops = &o;
@@ -504,7 +507,7 @@ OPENDS_API opends_error_t opends_handle_register_rados(opends_handle_t *fh, void
 	char pool[128] = "?";
 	if (rlib.ioctx_get_pool_name(s->io, pool, sizeof(pool)) < 0)
 		strcpy(pool, "?");
-	rc = r_register(fh, s, pool, flags & OPENDS_SOURCE_RDONLY);
+	rc = r_register(fh, s, pool, NULL, flags & OPENDS_SOURCE_RDONLY);
 	if (rc) {
 		if (s->striper)
 			rlib.striper_destroy(s->striper);
@@ -606,14 +609,19 @@ int ods_url_rados(opends_handle_t *fh, const char *rest, int flags, int *berr)
 		if (op)
 			rlib.release_write_op(op);
 		if (r < 0) {
+			/* the name abbreviated: the error must fit the detail */
+			char what[160], *full = malloc(strlen(pool) + strlen(s->oid) + (ns ? strlen(ns) : 0) + 16);
+			if (full)
+				sprintf(full, "%s/%s%s%s", pool, s->oid, ns && *ns ? "?ns=" : "", ns && *ns ? ns : "");
+			ods_src_abbrev(what, sizeof(what), full ? full : s->oid);
+			free(full);
 			*berr = -r;
-			rc = ods_fail(OPENDS_IO_ERROR, "rados: creating rados://%s/%s failed: %s", pool, s->oid,
-				      strerror(-r));
+			rc = ods_fail(OPENDS_IO_ERROR, "rados: creating rados://%s failed: %s", what, strerror(-r));
 		}
 	}
 	/* striped objects are created by their first write */
 	if (!rc) {
-		rc = r_register(fh, s, pool, (flags & O_ACCMODE) == O_RDONLY);
+		rc = r_register(fh, s, pool, ns, (flags & O_ACCMODE) == O_RDONLY);
 		if (!rc && (flags & O_ACCMODE) == O_WRONLY) {
 			struct ods_handle *h = ods_handle_lookup(*fh);
 			if (h)

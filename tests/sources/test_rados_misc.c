@@ -86,6 +86,9 @@ static void names(void)
 	opends_handle_t fh = r_open(url, O_RDONLY);
 	EXPECT_SSZ(opends_sync_read(fh, buf, sizeof(buf), 0, 0), (ssize_t)sizeof(data));
 	VERIFY(buf, data, sizeof(data), "read in namespace n1");
+	char d[512];
+	OK(opends_describe(fh, d, sizeof(d)));
+	CHECKF(strstr(d, "?ns=n1"), "describe does not name the namespace: %s", d);
 	OK(opends_handle_deregister(fh));
 	r_url(url, sizeof(url), name, NULL);
 	fh = r_open(url, O_RDONLY);
@@ -250,8 +253,21 @@ static void limits(void)
 	e = opends_handle_open_url(&fh, lurl, O_RDWR | O_CREAT);
 	CHECKF(e.err == OPENDS_IO_ERROR && e.backend_err > 0, "O_CREAT of a %zu-byte name: %d (%s), backend_err %d",
 	       strlen(lname), e.err, t_errname(e.err), e.backend_err);
-	CHECKF(strstr(t_detail(), "creating"), "the detail does not say the create failed: %s", t_detail());
+	CHECKF(strstr(t_detail(), "creating") && strstr(t_detail(), "...") &&
+		       strstr(t_detail(), strerror(ENAMETOOLONG)),
+	       "the detail does not say the create failed, with the name abbreviated and the error: %s", t_detail());
 	CHECK(fh == NULL);
+	/* a namespace over osd_max_object_namespace_len (256): the detail
+	 * names it (the object's name alone is short) */
+	char lns[300];
+	memset(lns, 's', sizeof(lns) - 1);
+	lns[sizeof(lns) - 1] = '\0';
+	snprintf(lurl, sizeof(lurl), "rados://%s/short-%s?conf=%s&ns=%s", r_pool, r_tag, r_conf, lns);
+	e = opends_handle_open_url(&fh, lurl, O_RDWR | O_CREAT);
+	CHECKF(e.err == OPENDS_IO_ERROR && e.backend_err == ENAMETOOLONG && strstr(t_detail(), "?ns=sss") &&
+		       strstr(t_detail(), strerror(ENAMETOOLONG)),
+	       "O_CREAT in a 299-byte namespace: %d (%s), backend_err %d: %s", e.err, t_errname(e.err), e.backend_err,
+	       t_detail());
 	printf("O_CREAT refused: OPENDS_IO_ERROR, backend_err %d (%s)\n", e.backend_err, strerror(e.backend_err));
 }
 
