@@ -147,13 +147,41 @@ static struct ods_stage_req *pick(struct ods_stage_worker *w, struct ods_stage_r
  * chunk its free units allow (16 chunks: all of a 16 MiB request), and the
  * request would be moved by one worker while the others, woken for it,
  * find the queue empty. Declining sets w->declined. */
+/* OPENDS_AB_QUEUE_TRYLOCK=1 (an A/B switch for the GPU probe, small's
+ * lead; not configuration): a worker with nothing in flight (spinning
+ * idle) only tries the queue's lock and, finding it taken, looks again on
+ * its next pass. A submit of one small file otherwise sends every
+ * spinning worker at the lock at once: one takes the request, the rest
+ * sleep in the mutex and are woken one by one (a futex wake per unlock)
+ * to find the queue empty, while the submitter's next request waits
+ * behind them on the same lock. Read once per process. */
+static int trylock_ab = -1;
+
+static bool idle_trylock(const struct ods_stage_worker *w)
+{
+	int v = __atomic_load_n(&trylock_ab, __ATOMIC_RELAXED);
+	if (v < 0) {
+		const char *e = getenv("OPENDS_AB_QUEUE_TRYLOCK");
+		v = e && !strcmp(e, "1");
+		__atomic_store_n(&trylock_ab, v, __ATOMIC_RELAXED);
+	}
+	return v && w->nfree == w->s->p.depth;
+}
+
 struct ods_stage_req *ods_stage_take_chunk(struct ods_stage_worker *w, off_t *c0, off_t *c1, bool *popped)
 {
 	struct ods_stage *s = w->s;
 	if (!atomic_load_explicit(&s->queued, memory_order_acquire))
 		return NULL;
 	for (;;) {
-		pthread_mutex_lock(&s->lock);
+		if (idle_trylock(w)) {
+			/* (the sleep path looks at queued again before sleeping:
+			 * nothing queued is left unseen) */
+			if (pthread_mutex_trylock(&s->lock))
+				return NULL;
+		} else {
+			pthread_mutex_lock(&s->lock);
+		}
 		if (!s->head) {
 			pthread_mutex_unlock(&s->lock);
 			return NULL;
