@@ -19,7 +19,9 @@
  *    reads within 4 KiB of EOF into a target that ends at a PROT_NONE page
  *    right after the bytes the file has: only those may be touched;
  *  - file offsets aligned or not, in the file, at and past EOF; buffer
- *    offsets and pointers anywhere in the pool (device memory with hostdev).
+ *    offsets and pointers anywhere in the pool (device memory with hostdev);
+ *  - now and then the file grows or shrinks behind the library's back (a
+ *    pwrite past EOF, ftruncate through another fd): later calls see it.
  * A batch submit of good entries and one bad one must fail whole, run none
  * of them, and leave the batch usable. After every step the whole pool
  * equals its model (nothing written outside [buf + buf_offset, + returned))
@@ -100,7 +102,7 @@ static int hfd[NKIND];
 static struct fake *srcs[2];
 static opends_batch_t batch;
 static opends_stream_t stream;
-static unsigned long step, ncalls[4], nfault, nhuge;
+static unsigned long step, ncalls[4], nfault, nhuge, noutside;
 static bool trace; /* OPENDS_DIFF_TRACE=1: every call, before it is made */
 
 #define DIFF(...)                                                                                        \
@@ -471,6 +473,36 @@ static void do_stream(void)
 	}
 }
 
+/* The file changed behind the library's back (another process): grown by
+ * a pwrite past EOF or cut by ftruncate, through the check fd. Calls after
+ * it must see the new size (no size remembered from registration). */
+static void do_outside(void)
+{
+	if (rn(2)) {
+		size_t n = 1 + rn(64 << 10), at = rn(FMAX - n);
+		uint8_t *b = t_xmalloc(n);
+		for (size_t i = 0; i < n; i++)
+			b[i] = (uint8_t)rnd();
+		t_pwrite_all(chk_fd, b, n, (off_t)at);
+		if (at > fsz)
+			memset(fmodel + fsz, 0, at - fsz);
+		memcpy(fmodel + at, b, n);
+		if (at + n > fsz)
+			fsz = at + n;
+		free(b);
+		if (trace)
+			printf("step %lu: outside pwrite of %zu at %zu\n", step, n, at);
+	} else {
+		size_t to = rn(2) ? rn(fsz + 1) : rn(FMAX / 2);
+		CHECK(ftruncate(chk_fd, (off_t)to) == 0);
+		if (to > fsz)
+			memset(fmodel + fsz, 0, to - fsz);
+		fsz = to;
+		if (trace)
+			printf("step %lu: outside truncate to %zu\n", step, to);
+	}
+}
+
 static void open_handles(void)
 {
 	char path[PATH_MAX];
@@ -561,6 +593,10 @@ int main(int argc, char **argv)
 	double t0 = t_now();
 	for (step = 0; step < steps && t_now() - t0 < secs; step++) {
 		t_phase = "step";
+		if (rn(20) == 0) {
+			do_outside();
+			noutside++;
+		}
 		enum fam f = (enum fam)rn(4);
 		ncalls[f]++;
 		switch (f) {
@@ -593,7 +629,7 @@ int main(int argc, char **argv)
 	munmap(m, POOL + PAGE);
 #endif
 	printf("diffargs: %lu steps (sync %lu, async %lu, batch %lu, stream %lu), %lu calls with an argument error, "
-	       "%lu huge reads at EOF; every answer and byte as the model\n",
-	       step, ncalls[0], ncalls[1], ncalls[2], ncalls[3], nfault, nhuge);
+	       "%lu huge reads at EOF, %lu changes of the file from outside; every answer and byte as the model\n",
+	       step, ncalls[0], ncalls[1], ncalls[2], ncalls[3], nfault, nhuge, noutside);
 	return 0;
 }
