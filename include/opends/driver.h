@@ -84,10 +84,11 @@ extern "C" {
  * OPENDS_STREAM_BIG, OPENDS_TEST_*; docs/multi-gpu.md,
  * docs/stream-ordering.md; the GPU probe's A/B switches OPENDS_WRITE_PIECE,
  * OPENDS_RA_KEEP, OPENDS_RA_STATS, OPENDS_CUDA_SYNC_COPY and OPENDS_CUDA_SYNC_COPY_MAX,
- * OPENDS_AB_INLINE_PROBE and OPENDS_AB_BATCH_SPIN_US,
+ * OPENDS_AB_INLINE_PROBE, OPENDS_AB_WORKER_PROBE, OPENDS_AB_ASYNC_NOWAIT,
+ * OPENDS_CALLER_STATS and OPENDS_AB_BATCH_SPIN_US,
  * described where they are read: src/core/stage_wr.c, stage_ra.c,
- * src/accel/cuda/cuda_copy.c, src/backends/uring/uring_inline.c,
- * src/core/batch.c) are not configuration: the part they steer
+ * src/accel/cuda/cuda_copy.c, src/backends/uring/uring_cache.c,
+ * src/core/io.c, src/core/batch.c) are not configuration: the part they steer
  * reads them, they are not validated at every open and
  * opends_driver_get_setting does not know them.
  *
