@@ -30,6 +30,10 @@
  * one streak) are probed on the worker for the first 32 and then one in
  * 16, every read byte-exact, also a file dropped from the cache in the
  * middle; with OPENDS_AB_WORKER_PROBE=always no probe is skipped.
+ * The engine's cap on a worker's device reads in flight
+ * (OPENDS_AB_DIRECT_INFLIGHT=1m: one 1 MiB chunk) counts uring's O_DIRECT
+ * reads (u->device_io): a cold 8 MiB read, synchronous and by a future,
+ * completes byte-exact (a count never given back would stall the worker).
  */
 #include "common.h"
 
@@ -211,6 +215,37 @@ static void worker_streak_always(void)
 	worker_streak(true);
 }
 
+static void direct_cap(void)
+{
+	size_t fsize = ((size_t)8 << 20) + 777;
+	uint8_t *oracle = t_oracle(fsize, hashpat);
+	char path[PATH_MAX];
+	t_path(path, sizeof(path), "dcap.bin");
+	t_write_pattern_file(path, fsize, hashpat);
+	setenv("OPENDS_AB_DIRECT_INFLIGHT", "1m", 1);
+	t_driver_open();
+	uint8_t *mem = t_xmalloc(fsize + SLACK);
+	int fd = t_open(path, O_RDONLY, false);
+	opends_handle_t fh = t_register(fd);
+	drop(fd);
+	read_check(fh, mem, oracle, fsize, 0, fsize, 0, "cold 8 MiB, device reads capped");
+	drop(fd);
+	memset(mem, T_CANARY, fsize + SLACK);
+	opends_async_future_t fut;
+	OK(opends_async_read(fh, mem, fsize, 0, 0, &fut));
+	EXPECT_SSZ_ND(opends_async_await(&fut), (ssize_t)fsize);
+	size_t at;
+	if (t_first_diff(mem, oracle, fsize, &at))
+		FAILF("cold 8 MiB by a future, device reads capped: byte %zu differs", at);
+	OK(opends_handle_deregister(fh));
+	close(fd);
+	OK(opends_driver_close());
+	unlink(path);
+	free(mem);
+	free(oracle);
+	printf("cold reads with the device-read cap: OK\n");
+}
+
 static void hot_streak_default(void)
 {
 	hot_streak(false);
@@ -349,6 +384,7 @@ int main(int argc, char **argv)
 	}
 	free(mem);
 	free(oracle);
+	CHECK(t_case_in_child("cold reads, OPENDS_AB_DIRECT_INFLIGHT=1m", direct_cap));
 	if (has_cachestat) {
 		CHECK(t_case_in_child("hot streak", hot_streak_default));
 		CHECK(t_case_in_child("hot streak, OPENDS_AB_INLINE_PROBE=always", hot_streak_always));

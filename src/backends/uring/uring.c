@@ -256,6 +256,7 @@ static void uring_read(struct ods_stage_unit *u)
 	if (UNDECIDED(r))
 		decide(u);
 	x->direct = FD_DIRECT(r) >= 0 && (FD_BUF(r) < 0 || !range_cached(r, u->c0, u->c1));
+	u->device_io = x->direct; /* goes to the storage device: the engine may cap those (stage.h) */
 	/* counted in nhot: the reads that may go to the kernel workers
 	 * (small ones run inline); without an O_DIRECT fd, buffered says
 	 * nothing about the cache unless the submit saw it all cached */
