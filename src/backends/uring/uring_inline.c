@@ -103,6 +103,13 @@ void ods_uring_bounces_init(const struct ods_accel *accel, size_t chunk)
 	/* (room for the partial blocks at both ends: inline_staged) */
 	bp.size = n > ((size_t)16 << 20) ? 0 : ((n + 4095) & ~(size_t)4095) + 2 * ODS_ALIGN; /* no pool for huge limits */
 	bp.mem = accel->mem;
+	/* OPENDS_AB_PINNED_THP=1 (the cuda layer's A/B: pinned memory of at
+	 * least 2 MiB on huge pages): the bounces in whole 2 MiB so that they
+	 * are covered too (files1t copies from one; the plain loop's buffer is
+	 * cuMemAllocHost memory) */
+	const char *thp = getenv("OPENDS_AB_PINNED_THP");
+	if (bp.size && thp && !strcmp(thp, "1"))
+		bp.size = (bp.size + ((size_t)2 << 20) - 1) & ~(((size_t)2 << 20) - 1);
 	/* (a fork child opens afresh: another thread of the parent may have
 	 * held the lock at the fork) */
 	bp.lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
