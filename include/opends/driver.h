@@ -85,10 +85,11 @@ extern "C" {
  * docs/stream-ordering.md; the GPU probe's A/B switches OPENDS_WRITE_PIECE,
  * OPENDS_RA_KEEP, OPENDS_RA_STATS, OPENDS_CUDA_SYNC_COPY and OPENDS_CUDA_SYNC_COPY_MAX,
  * OPENDS_AB_INLINE_PROBE, OPENDS_AB_WORKER_PROBE, OPENDS_AB_ASYNC_NOWAIT,
- * OPENDS_CALLER_STATS and OPENDS_AB_BATCH_SPIN_US,
+ * OPENDS_CALLER_STATS, OPENDS_AB_BATCH_SPIN_US, OPENDS_BATCH_STATS,
+ * OPENDS_AB_BATCH_NOWAIT and OPENDS_AB_QUEUE_TRYLOCK,
  * described where they are read: src/core/stage_wr.c, stage_ra.c,
  * src/accel/cuda/cuda_copy.c, src/backends/uring/uring_cache.c,
- * src/core/io.c, src/core/batch.c) are not configuration: the part they steer
+ * src/core/io.c, src/core/batch.c, stage_queue.c) are not configuration: the part they steer
  * reads them, they are not validated at every open and
  * opends_driver_get_setting does not know them.
  *
