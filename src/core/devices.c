@@ -180,11 +180,19 @@ OPENDS_API ssize_t opends_sync_read_fanout(opends_handle_t fh, void *const *bufs
 	struct ods_io *io = calloc(nbufs, sizeof(*io));
 	if (!io)
 		return -ods_fail(OPENDS_NOMEM_ERROR, "%s: out of memory", fn);
-	ssize_t r = 0;
+	ssize_t r = 0, os_err = 0;
 	/* every target is checked as opends_sync_read checks its one before
-	 * anything is read */
+	 * anything is read. The handle's direction (-EBADF, prepare's last
+	 * check, with the target filled in) comes after every target's
+	 * argument checks, overlap included, as for one target: an argument
+	 * error is INVALID_VALUE whatever handle it meets. */
 	for (unsigned i = 0; i < nbufs && r == 0; i++) {
 		r = ods_io_prepare(&io[i], OPENDS_READ, fh, bufs[i], size, file_offset, buf_offsets ? buf_offsets[i] : 0);
+		if (r < 0 && r > -OPENDS_ERRNO_MAX) {
+			if (!os_err)
+				os_err = r;
+			r = 0;
+		}
 		if (r <= -OPENDS_ERRNO_MAX && nbufs > 1) {
 			/* every check of prepare is per target: say which one */
 			char why[200];
@@ -194,6 +202,10 @@ OPENDS_API ssize_t opends_sync_read_fanout(opends_handle_t fh, void *const *bufs
 		for (unsigned j = 0; j < i && r == 0 && size; j++)
 			if (io[i].buf < io[j].buf + size && io[j].buf < io[i].buf + size)
 				r = -ods_fail(OPENDS_INVALID_VALUE, "%s: targets %u and %u overlap", fn, j, i);
+	}
+	if (r == 0 && os_err) {
+		r = os_err;
+		ods_fail((int)-r, "%s", io[0].why ? io[0].why : opends_op_status_error((int)r));
 	}
 	if (r < 0 || size == 0)
 		goto out;

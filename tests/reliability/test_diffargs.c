@@ -22,6 +22,10 @@
  *    offsets and pointers anywhere in the pool (device memory with hostdev);
  *  - now and then the file grows or shrinks behind the library's back (a
  *    pwrite past EOF, ftruncate through another fd): later calls see it.
+ * opends_sync_read_fanout is a family too: 1..4 targets apart, or nbufs 0
+ * or 65, bufs NULL, two targets overlapping (INVALID_VALUE, also through a
+ * write-only handle: before, its -EBADF came first), nothing read when one
+ * target is refused.
  * A batch submit of good entries and one bad one must fail whole, run none
  * of them, and leave the batch usable. After every step the whole pool
  * equals its model (nothing written outside [buf + buf_offset, + returned))
@@ -53,8 +57,8 @@ static const char *const kname[] = { "rw", "ro", "wo", "direct", "source", "sour
 enum fault { F_NONE, F_NULLBUF, F_NEGFOFF, F_NEGBOFF, F_BIGSIZE, F_OVF, F_MAP, NFAULT };
 static const char *const fname[] = { "none", "buf NULL", "negative file_offset", "negative buf_offset",
 				     "size > SSIZE_MAX", "offset + size overflow", "mapping range" };
-enum fam { SYNC, ASYNC, BATCH, STREAM };
-static const char *const famname[] = { "sync", "async", "batch", "stream" };
+enum fam { SYNC, ASYNC, BATCH, STREAM, FANOUT };
+static const char *const famname[] = { "sync", "async", "batch", "stream", "fanout" };
 
 static uint64_t rng, seed;
 static uint64_t rnd(void)
@@ -102,7 +106,7 @@ static int hfd[NKIND];
 static struct fake *srcs[2];
 static opends_batch_t batch;
 static opends_stream_t stream;
-static unsigned long step, ncalls[4], nfault, nhuge, noutside;
+static unsigned long step, ncalls[5], nfault, nhuge, noutside;
 static bool trace; /* OPENDS_DIFF_TRACE=1: every call, before it is made */
 
 #define DIFF(...)                                                                                        \
@@ -168,7 +172,7 @@ static bool hostdev, stream_huge, past_top; /* OPENDS_DIFFARGS_STREAM_HUGE=1: th
 static bool huge_ok(const struct op *o)
 {
 	bool fd = o->k == K_RW || o->k == K_RO || o->k == K_DIRECT;
-	return fd && !(o->fam == STREAM && hostdev && !stream_huge);
+	return fd && o->fam != FANOUT && !(o->fam == STREAM && hostdev && !stream_huge);
 }
 
 /* Draw one call. */
@@ -503,6 +507,67 @@ static void do_outside(void)
 	}
 }
 
+/* opends_sync_read_fanout: the read of a random call placed in 1..4
+ * targets, apart from each other; or a fault of its own: nbufs 0 or 65,
+ * bufs NULL, two targets overlapping (INVALID_VALUE). Every target is
+ * checked before anything is read: a refused call changes no target. */
+static void do_fanout(void)
+{
+	struct op o;
+	make(&o, FANOUT, false);
+	enum { MAXB = 65 };
+	void *bufs[MAXB];
+	off_t boffs[MAXB];
+	size_t at[MAXB];
+	unsigned nb = 1 + (unsigned)rn(4), f = o.code ? 0 : (unsigned)rn(12);
+	bufs[0] = o.buf;
+	boffs[0] = o.boff;
+	at[0] = o.at;
+	size_t span = o.code ? 0 : o.size; /* targets stay apart by the whole size */
+	for (unsigned i = 1; i < nb; i++) {
+		bool apart = false;
+		for (int tries = 0; tries < 50 && !apart; tries++) {
+			at[i] = rn(POOL - span - 64 + 1);
+			boffs[i] = (off_t)rn(64);
+			apart = !crosses(at[i], (size_t)boffs[i], span);
+			for (unsigned j = 0; j < i && apart; j++) {
+				size_t a = at[i] + (size_t)boffs[i], b = at[j] + (size_t)boffs[j];
+				apart = a + span <= b || b + span <= a;
+			}
+		}
+		if (!apart) { /* no room: fewer targets */
+			nb = i;
+			break;
+		}
+		bufs[i] = pool + at[i];
+	}
+	const char *what = "";
+	if (f == 1) {
+		nb = rn(2) ? 0 : MAXB, what = nb ? "nbufs 65" : "nbufs 0";
+		for (unsigned i = 1; i < MAXB; i++)
+			bufs[i] = pool, boffs[i] = 0;
+	} else if (f == 2 && nb > 1 && span) {
+		at[1] = at[0], boffs[1] = boffs[0], bufs[1] = bufs[0], what = "two targets overlap";
+	} else {
+		f = 0;
+	}
+	if (f) {
+		o.code = OPENDS_INVALID_VALUE;
+		o.want = -o.code;
+	}
+	bool nullbufs = !o.code && rn(40) == 0;
+	if (nullbufs)
+		o.code = OPENDS_INVALID_VALUE, o.want = -o.code, what = "bufs NULL";
+	if (trace)
+		printf("    fanout over %u targets %s\n", nb, what);
+	ssize_t r = opends_sync_read_fanout(H[o.k], nullbufs ? NULL : bufs, boffs, nb, o.size, o.foff);
+	if (r != o.want)
+		DIFF("%s, %u targets %s: returned %zd (%s), the model %ld; detail: %s", desc(&o), nb, what, r,
+		     r < 0 ? t_errname(r) : "bytes", o.want, t_detail());
+	for (unsigned i = 0; r > 0 && i < nb; i++)
+		memcpy(shadow + at[i] + boffs[i], fmodel + o.foff, (size_t)r);
+}
+
 static void open_handles(void)
 {
 	char path[PATH_MAX];
@@ -597,9 +662,10 @@ int main(int argc, char **argv)
 			do_outside();
 			noutside++;
 		}
-		enum fam f = (enum fam)rn(4);
+		enum fam f = (enum fam)rn(5);
 		ncalls[f]++;
 		switch (f) {
+		case FANOUT: do_fanout(); break;
 		case SYNC: do_sync(); break;
 		case ASYNC: do_async(); break;
 		case BATCH: do_batch(); break;
@@ -615,6 +681,9 @@ int main(int argc, char **argv)
 	for (int i = 0; i < 2; i++) {
 		CHECKF(atomic_load(&srcs[i]->released) == 1, "source %d released %d times", i,
 		       atomic_load(&srcs[i]->released));
+		/* API.md: a size-0 request never reaches a source */
+		CHECKF(atomic_load(&srcs[i]->zero_len_calls) == 0, "source %d was asked for %ld pieces of 0 bytes", i,
+		       atomic_load(&srcs[i]->zero_len_calls));
 		fake_free(srcs[i]);
 	}
 	OK(opends_driver_close());
@@ -628,8 +697,8 @@ int main(int argc, char **argv)
 #else
 	munmap(m, POOL + PAGE);
 #endif
-	printf("diffargs: %lu steps (sync %lu, async %lu, batch %lu, stream %lu), %lu calls with an argument error, "
+	printf("diffargs: %lu steps (sync %lu, async %lu, batch %lu, stream %lu, fanout %lu), %lu calls with an argument error, "
 	       "%lu huge reads at EOF, %lu changes of the file from outside; every answer and byte as the model\n",
-	       step, ncalls[0], ncalls[1], ncalls[2], ncalls[3], nfault, nhuge, noutside);
+	       step, ncalls[0], ncalls[1], ncalls[2], ncalls[3], ncalls[4], nfault, nhuge, noutside);
 	return 0;
 }
