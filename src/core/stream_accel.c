@@ -44,8 +44,9 @@ static bool direct_ok = true;
 static bool caller_ok = true;
 
 /* Queue what piece i needs before its file I/O starts: its gate and, for
- * a read, the copy of the part past EOF from the device into its slot; for
- * a write, the copy of the piece into its slot. */
+ * a write, the copy of the piece into its slot. (A read copies only its
+ * bytes inside the file seen at the call, pre_from: nothing past EOF is
+ * read from or written to the device.) */
 static int prep_piece(struct aop *op, void *stream, unsigned i, bool *queued)
 {
 	const struct ods_accel_streams *acc = ods_drv.accel->streams;
@@ -56,11 +57,7 @@ static int prep_piece(struct aop *op, void *stream, unsigned i, bool *queued)
 	int rc = 0;
 	bool copy = false;
 	char *dev = ods_aop_dev(op, i);
-	if (op->stage && op->a.opcode == OPENDS_READ && pc->pre_from < pc->len) {
-		copy = true;
-		rc = acc->stream_copy(op->sdev, stream, ods_aop_slot(op, i) + pc->pre_from, dev + pc->pre_from,
-				      pc->len - pc->pre_from, false);
-	} else if (op->stage && op->a.opcode == OPENDS_WRITE) {
+	if (op->stage && op->a.opcode == OPENDS_WRITE) {
 		copy = true;
 		rc = acc->stream_copy(op->sdev, stream, ods_aop_slot(op, i), dev, pc->len, false);
 	}
@@ -154,8 +151,8 @@ static int queue_direct(struct aop *op, void *stream, bool *queued)
 		}
 		*queued = true;
 		op->nq = i + 1;
-		if ((rc = acc->stream_copy(op->sdev, stream, ods_aop_dev(op, i), ods_aop_slot(op, i), op->p[i].len,
-					   true)))
+		if (op->p[i].pre_from && (rc = acc->stream_copy(op->sdev, stream, ods_aop_dev(op, i), ods_aop_slot(op, i),
+							       op->p[i].pre_from, true)))
 			return rc;
 	}
 	return 0;
@@ -233,8 +230,9 @@ static int queue_body(struct aop *op, void *stream, bool *queued, bool *posted)
 			op_launch(op);
 			*posted = true;
 		}
-		if (read &&
-		    (rc = acc->stream_copy(op->sdev, stream, ods_aop_dev(op, i), ods_aop_slot(op, i), op->p[i].len, true)))
+		if (read && op->p[i].pre_from &&
+		    (rc = acc->stream_copy(op->sdev, stream, ods_aop_dev(op, i), ods_aop_slot(op, i), op->p[i].pre_from,
+					   true)))
 			return rc;
 		if (i + op->k < op->n && (rc = prep_piece(op, stream, i + op->k, queued)))
 			return rc;
@@ -249,12 +247,12 @@ static int queue_body(struct aop *op, void *stream, bool *queued, bool *posted)
  * wait is queued and gate shut completes now with the error (result
  * published, gates open): the stream never waits on them. What is queued
  * may run later and still uses op, its staging and counter: kept in the
- * quarantine, never reused. The staged copies then move zeros, unless the
- * plan reads past EOF (queued device-to-slot copies may fill the slots). */
+ * quarantine, never reused. The staged copies of a read then move zeros
+ * (nothing queued writes its slots). */
 static void op_cut(struct aop *op, int rc)
 {
 	const struct ods_accel_streams *acc = ods_drv.accel->streams;
-	if (op->stage && op->a.opcode == OPENDS_READ && op->valid0 >= op->size0)
+	if (op->stage && op->a.opcode == OPENDS_READ)
 		memset(op->stage, 0, op->slot * op->k);
 	__atomic_store_n(op->a.result, -(ssize_t)rc, __ATOMIC_RELEASE);
 	ods_aop_published(op);
@@ -327,12 +325,18 @@ static opends_error_t accel_enqueue(const char *fn, const struct ods_sargs *a, o
 	const struct ods_accel_streams *sacc = ods_drv.accel->streams;
 	bool fixed, made;
 	void *ast = ods_astream_track(stream, &fixed, &made);
-	size_t valid0 = !plan || write ? size : ods_handle_valid(io.fh, *a->file_offset, size);
-	/* ... and only where the file's size is known: a read started early
-	 * stops at the end seen at the call (piece_start), and a file of
-	 * unknown size (a source, /proc) has none, so it would read nothing */
-	bool can_early = plan && !write && atomic_load(&ods_awrites) == 0 &&
-			 (valid0 == size || ods_handle_size(io.fh) >= 0);
+	/* A staged read reads and copies only its bytes inside the file seen
+	 * at the call, nothing of the target past EOF (which may end there,
+	 * or be written by other work: rel's finding). A file of unknown size
+	 * (a source without one, /proc) has no such end: it runs the general
+	 * way, the backend filling the target up to where the file ends. */
+	off_t fsize = plan && !write ? ods_handle_size(io.fh) : 0;
+	if (fsize < 0)
+		plan = false;
+	size_t valid0 = !plan || write ? size
+			: fsize <= io.off ? 0
+			: (uint64_t)(fsize - io.off) < size ? (size_t)(fsize - io.off) : size;
+	bool can_early = plan && !write && atomic_load(&ods_awrites) == 0;
 	bool idle = false;
 	if (can_early && made && idle_ok && sacc->stream_idle && (!fixed || direct_ok)) {
 		/* what earlier direct operations hold was queued before the

@@ -187,8 +187,8 @@ static void piece_finish(struct aop *op, struct piece *pc)
  * device range holds now, so the planned copy changes nothing. */
 static void mirror_finish(struct aop *op, struct piece *pc)
 {
-	if (op->stage && op->a.opcode == OPENDS_READ && pc->len)
-		ods_drv.accel->copy_to_host(ods_aop_slot(op, pc->idx), ods_aop_dev(op, pc->idx), pc->len);
+	if (op->stage && op->a.opcode == OPENDS_READ && pc->pre_from)
+		ods_drv.accel->copy_to_host(ods_aop_slot(op, pc->idx), ods_aop_dev(op, pc->idx), pc->pre_from);
 	piece_finish(op, pc);
 }
 
@@ -229,7 +229,7 @@ static void op_begin(struct aop *op)
 		r = ods_sargs_read(&op->a, &op->io, &size, &foff, &boff);
 	}
 	if (op->stage && r == 0 && size == op->size0 && boff == op->boff0 && op->io.mem == ODS_MEM_DEVICE &&
-	    (op->a.opcode == OPENDS_WRITE || ods_handle_valid(op->io.fh, foff, size) >= op->valid0))
+	    (op->a.opcode == OPENDS_WRITE || ods_handle_valid(op->io.fh, foff, size) == op->valid0))
 		return;
 	op->mirror = true;
 	if (r < 0 || size == 0) {
@@ -262,8 +262,8 @@ static void piece_done(struct ods_io *io)
 	if (r < 0) {
 		note_err(op, (long)r);
 		/* leave the device range as it was: snapshot it */
-		if (op->a.opcode == OPENDS_READ)
-			ods_drv.accel->copy_to_host(ods_aop_slot(op, pc->idx), ods_aop_dev(op, pc->idx), pc->len);
+		if (op->a.opcode == OPENDS_READ && pc->pre_from)
+			ods_drv.accel->copy_to_host(ods_aop_slot(op, pc->idx), ods_aop_dev(op, pc->idx), pc->pre_from);
 	} else if ((size_t)r < pc->len && op->a.opcode == OPENDS_READ) {
 		long long at = (long long)pc->idx * (long long)op->piece + r, cur = atomic_load(&op->short_at);
 		while (at < cur && !atomic_compare_exchange_weak(&op->short_at, &cur, at))
@@ -295,18 +295,19 @@ static void piece_start(struct aop *op, struct piece *pc)
 	size_t at = (size_t)pc->idx * op->piece;
 	bool read = op->a.opcode == OPENDS_READ;
 	if (atomic_load(&op->err) || (read && (long long)at >= atomic_load(&op->short_at))) {
-		if (read && atomic_load(&op->err))
-			ods_drv.accel->copy_to_host(ods_aop_slot(op, pc->idx), op->dev + at, pc->len);
+		if (read && atomic_load(&op->err) && pc->pre_from)
+			ods_drv.accel->copy_to_host(ods_aop_slot(op, pc->idx), op->dev + at, pc->pre_from);
 		else if (read)
 			memset(ods_aop_slot(op, pc->idx), 0, pc->pre_from);
 		piece_finish(op, pc);
 		return;
 	}
-	/* a read started at the call stops at the EOF planned then: the
-	 * stream may still be copying the device's own bytes past it into
-	 * the slot (prep_piece), so data the file gained since must not go
-	 * there; the pieces wholly past it read nothing */
-	size_t len = read && !op->base ? pc->pre_from : pc->len;
+	/* a read stops at the EOF seen at the call: only the bytes before it
+	 * are copied to the device (nothing past EOF is read from or written
+	 * to the target: it may end there, or another stream may write it);
+	 * a file longer by the time the stream reached the read ran the
+	 * general way (op_begin); the pieces wholly past it read nothing */
+	size_t len = read ? pc->pre_from : pc->len;
 	if (!len) {
 		long long cur = atomic_load(&op->short_at);
 		while ((long long)at < cur && !atomic_compare_exchange_weak(&op->short_at, &cur, (long long)at))

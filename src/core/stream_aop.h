@@ -16,8 +16,9 @@ struct piece {
 	unsigned idx;
 	void *gate;         /* holds the stream until the piece is done */
 	size_t len;         /* bytes of the planned range it moves */
-	size_t pre_from;    /* reads: bytes at and past this were copied from
-			       the device into the slot first (past EOF) */
+	size_t pre_from;    /* reads: its bytes inside the file seen at the
+			       call, the only ones read into the slot and
+			       copied to the device (none past EOF) */
 	struct ods_io io;
 	struct piece *wnext; /* waiting for the general operation */
 	bool opened;         /* its gate was opened (never twice: a passed
@@ -29,7 +30,8 @@ struct piece {
 
 /* An operation on an accelerator stream, planned at the call from the
  * values then. Values read when reached that differ from the plan (or a
- * file now shorter, or invalid values) run the general way: the backend
+ * file now shorter or longer inside the range, or invalid values) run the
+ * general way: the backend
  * moves the bytes, and each piece snapshots the device range into its
  * slot, so the planned copies change nothing ("mirror"). Host buffers have
  * no plan: the general way, one piece of no bytes. */
