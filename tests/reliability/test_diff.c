@@ -76,6 +76,8 @@ struct slot {
 	int acc;
 	bool direct;
 	struct fake *src; /* a source handle over the file, or NULL */
+	size_t max_io, max_bytes; /* its descriptor's caps (0: none) */
+	unsigned max_ops;         /* (0: the default, 16) */
 };
 static struct slot slots[NSLOT];
 static bool have_direct = true;
@@ -331,6 +333,9 @@ static void slot_open(int i)
 		d.max_inflight = (unsigned)rn(5);
 		d.max_inflight_bytes = rn(3) ? 0 : 65536 * (1 + rn(4));
 		d.domain = rn(2);
+		s->max_io = d.max_io;
+		s->max_bytes = d.max_inflight_bytes;
+		s->max_ops = d.max_inflight ? d.max_inflight : 16;
 		s->fh = NULL;
 		OK(opends_handle_register_source(&s->fh, &d));
 	} else {
@@ -354,6 +359,20 @@ static void slot_close(int i, bool dereg)
 		int n = atomic_load(&s->src->released);
 		if (n != 1)
 			DIFF("slot %d: the source's release ran %d times by deregistration", i, n);
+		/* what the source saw kept to its descriptor (sources.h): no
+		 * piece over max_io, never more pieces or bytes in flight than
+		 * its caps (a domain shares the smallest), no piece of 0 bytes */
+		struct fake *f = s->src;
+		if (s->max_io && (size_t)atomic_load(&f->max_len) > s->max_io)
+			DIFF("slot %d: a piece of %ld bytes, max_io %zu", i, atomic_load(&f->max_len), s->max_io);
+		if ((unsigned)atomic_load(&f->max_inflight) > s->max_ops)
+			DIFF("slot %d: %d pieces in flight at once, max_inflight %u", i, atomic_load(&f->max_inflight),
+			     s->max_ops);
+		if (s->max_bytes && (size_t)atomic_load(&f->max_inflight_bytes) > s->max_bytes)
+			DIFF("slot %d: %ld bytes in flight at once, max_inflight_bytes %zu", i,
+			     atomic_load(&f->max_inflight_bytes), s->max_bytes);
+		if (atomic_load(&f->zero_len_calls))
+			DIFF("slot %d: %ld pieces of 0 bytes reached the source", i, atomic_load(&f->zero_len_calls));
 		fake_free(s->src);
 		s->src = NULL;
 	}
