@@ -333,6 +333,10 @@ static void slot_open(int i)
 		d.max_inflight = (unsigned)rn(5);
 		d.max_inflight_bytes = rn(3) ? 0 : 65536 * (1 + rn(4));
 		d.domain = rn(2);
+		/* the engine cuts pieces at io_unit (4 MiB when 0); ref's
+		 * oracle runs a request in max_io pieces, not at units */
+		if (strcmp(opends_driver_backend(), "ref"))
+			s->src->unit = d.io_unit ? d.io_unit : (4u << 20);
 		s->max_io = d.max_io;
 		s->max_bytes = d.max_inflight_bytes;
 		s->max_ops = d.max_inflight ? d.max_inflight : 16;
@@ -371,6 +375,9 @@ static void slot_close(int i, bool dereg)
 		if (s->max_bytes && (size_t)atomic_load(&f->max_inflight_bytes) > s->max_bytes)
 			DIFF("slot %d: %ld bytes in flight at once, max_inflight_bytes %zu", i,
 			     atomic_load(&f->max_inflight_bytes), s->max_bytes);
+		if (atomic_load(&f->crossed))
+			DIFF("slot %d: %d pieces crossed an io_unit boundary (%" PRIu64 ")", i, atomic_load(&f->crossed),
+			     f->unit);
 		if (atomic_load(&f->zero_len_calls))
 			DIFF("slot %d: %ld pieces of 0 bytes reached the source", i, atomic_load(&f->zero_len_calls));
 		fake_free(s->src);

@@ -47,6 +47,10 @@ struct fake {
 	const uint8_t *forbid_lo, *forbid_hi;
 	atomic_int forbidden;
 	atomic_int saw_forbidden; /* pointers into that range (with the flag: expected) */
+	/* pieces that cross a multiple of unit (set by the test: the
+	 * descriptor's io_unit, where the library cuts pieces at it) */
+	uint64_t unit;
+	atomic_int crossed;
 	/* faults */
 	long long fail_at;  /* a piece covering this offset fails with -fail_errno */
 	int fail_errno;
@@ -78,6 +82,8 @@ static inline void fake_track_start(struct fake *f, size_t len, uint64_t off, co
 		;
 	if (off < atomic_load(&f->lo) || off + len > atomic_load(&f->hi))
 		atomic_fetch_add(&f->out_of_range, 1);
+	if (f->unit && len && off / f->unit != (off + len - 1) / f->unit)
+		atomic_fetch_add(&f->crossed, 1);
 	const uint8_t *p = buf;
 	if (f->forbid_lo && p < f->forbid_hi && p + len > f->forbid_lo)
 		atomic_fetch_add(&f->saw_forbidden, 1);
