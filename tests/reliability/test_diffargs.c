@@ -160,19 +160,18 @@ static bool crosses(size_t at, size_t boff, size_t size)
 }
 
 /* Where a huge read into a buffer that holds only the file's bytes is the
- * library's to handle: fd handles (it knows the file's size). Not sources:
- * their size is unknown, so the pieces past EOF carry pointers up to
- * buf + size, which a pread-backed source hands the kernel (-EFAULT past
- * the address space) — the caller's buffer must hold size bytes there. Not
- * stream reads into device memory: the staged stream copies whole pieces
- * and keeps the bytes past EOF by copying the device's own bytes out and
- * back (docs/stream-ordering.md), so it reads and rewrites up to size. */
-static bool hostdev, stream_huge, past_top; /* OPENDS_DIFFARGS_STREAM_HUGE=1: those stream reads too (the
-				    streams helper's question, on a GPU: do they touch past the allocation?) */
+ * library's to handle: fd handles (it knows the file's size), in every
+ * family (a staged stream read copied the device's own bytes past EOF out
+ * and back, up to *size, until 7a87409: it faulted at the guard page). Not
+ * sources: their size is unknown, so the pieces past EOF carry pointers up
+ * to buf + size, which a pread-backed source hands the kernel (-EFAULT
+ * past the address space): the caller's buffer must hold size bytes there.
+ * Not fan-out: its targets are placed apart by the whole size. */
+static bool past_top;
 static bool huge_ok(const struct op *o)
 {
 	bool fd = o->k == K_RW || o->k == K_RO || o->k == K_DIRECT;
-	return fd && o->fam != FANOUT && !(o->fam == STREAM && hostdev && !stream_huge);
+	return fd && o->fam != FANOUT;
 }
 
 /* Draw one call. */
@@ -605,8 +604,6 @@ int main(int argc, char **argv)
 	const char *se = getenv("OPENDS_TEST_SEED");
 	seed = se && *se ? strtoull(se, NULL, 0) : (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 20);
 	rng = seed;
-	hostdev = getenv("OPENDS_ACCEL") && !strcmp(getenv("OPENDS_ACCEL"), "hostdev");
-	stream_huge = getenv("OPENDS_DIFFARGS_STREAM_HUGE") && !strcmp(getenv("OPENDS_DIFFARGS_STREAM_HUGE"), "1");
 	past_top = getenv("OPENDS_DIFFARGS_PAST_TOP") && !strcmp(getenv("OPENDS_DIFFARGS_PAST_TOP"), "1");
 	trace = getenv("OPENDS_DIFF_TRACE") && !strcmp(getenv("OPENDS_DIFF_TRACE"), "1");
 	printf("diffargs: seed %" PRIu64 " (OPENDS_TEST_SEED repeats it), backend %s, accel %s\n", seed,
@@ -623,7 +620,6 @@ int main(int argc, char **argv)
 	uint8_t *m = (uint8_t *)(uintptr_t)dm;
 	pool = m + POOL; /* ends where the allocation does */
 	view = t_xmalloc(POOL);
-	hostdev = true; /* device memory: the stream's copies as with hostdev */
 #else
 	uint8_t *m = mmap(NULL, POOL + PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	CHECK(m != MAP_FAILED);
