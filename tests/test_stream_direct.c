@@ -24,7 +24,9 @@
  *  - oldest: one 100 KiB read on each of 100 streams, none synchronized:
  *    the pool makes one block of 32 buffers, then takes back what the
  *    oldest idle streams hold instead of pinning more;
- *  - off: OPENDS_STREAM_DIRECT=0: none of exact's reads runs direct, each exact.
+ *  - off: OPENDS_STREAM_DIRECT=0: none of exact's reads runs direct, each exact;
+ *  - entries: 300 streams, each destroyed with a read unsynchronized: the
+ *    library knows none of them after its destroy (not until the close).
  */
 #include "common.h"
 
@@ -340,6 +342,40 @@ static void case_oldest(void)
 	       "not 1 (a block of 32 buffers): staging held on idle streams was not taken back", made);
 }
 
+/* 300 streams made, each with one read left unsynchronized, destroyed:
+ * the destroy lets the stream's entry go (the read's last piece lets it go
+ * just after its gate opens, which may come after the destroy's own look:
+ * the destroy waits for it), so the library knows no stream afterwards,
+ * not one per stream destroyed until the close */
+static void case_entries(void)
+{
+	int fd;
+	opends_handle_t fh;
+	open_stats();
+	fd = t_open(path, O_RDONLY, false);
+	fh = t_register(fd);
+	size_t sz = 100 * T_KiB;
+	uint8_t *mem = t_xmalloc(sz);
+	unsigned left = 0;
+	for (unsigned i = 0; i < 300; i++) {
+		opends_stream_t s;
+		OK(opends_stream_create(&s));
+		size_t size = sz;
+		off_t foff = (off_t)i * 4097, boff = 0;
+		ssize_t got = SENT;
+		OK(opends_stream_read(fh, mem, &size, &foff, &boff, &got, s));
+		OK(opends_stream_destroy(s));
+		CHECKF(got == (ssize_t)sz, "read %u: got %zd", i, got);
+		VERIFY(mem, oracle + foff, sz, "read %u", i);
+		left += ods_astreams_count() != 0;
+	}
+	CHECKF(left == 0, "after %u of 300 destroys the library still knew the destroyed stream", left);
+	OK(opends_handle_deregister(fh));
+	OK(opends_driver_close());
+	close(fd);
+	free(mem);
+}
+
 int main(int argc, char **argv)
 {
 	t_args(argc, argv);
@@ -360,6 +396,7 @@ int main(int argc, char **argv)
 	ok &= t_case_in_child("reclaim", case_reclaim);
 	ok &= t_case_in_child("off", case_off);
 	ok &= t_case_in_child("oldest", case_oldest);
+	ok &= t_case_in_child("entries", case_entries);
 	free(oracle);
 	t_rm_dir();
 	CHECKF(ok, "a case failed");

@@ -197,6 +197,9 @@ void ods_ainflight_add(int d);
 void ods_astreams_fini(void);
 /* the child of a fork: drop everything without locking or freeing */
 void ods_astreams_forget(void);
+/* streams the library knows now (made, registered, or kept by operations;
+ * test_stream_direct) */
+size_t ods_astreams_count(void);
 extern const struct ods_stream_engine ods_stream_host;  /* stream_host.c */
 
 #endif

@@ -34,7 +34,7 @@ struct astream {
 	 * (ods_astream_hold; the lock) */
 	struct ods_held *held;
 	unsigned dev;          /* the device its commands run on (ods_astream_hold) */
-	struct astream *fnext; /* the holders' queue (oldest first), while infifo */
+	struct astream *fnext, *fprev; /* the holders' queue (oldest first), while infifo */
 	bool infifo;
 	struct astream *next; /* its bucket's chain */
 };
@@ -164,12 +164,28 @@ static void fifo_push(struct astream *a)
 {
 	a->infifo = true;
 	a->fnext = NULL;
+	a->fprev = fifo_tail;
 	if (fifo_tail)
 		fifo_tail->fnext = a;
 	else
 		fifo_head = a;
 	fifo_tail = a;
 	atomic_fetch_add(&nfifo, 1);
+}
+
+/* caller holds astreams_lock: take a (infifo) off the holders' queue */
+static void fifo_remove(struct astream *a)
+{
+	if (a->fprev)
+		a->fprev->fnext = a->fnext;
+	else
+		fifo_head = a->fnext;
+	if (a->fnext)
+		a->fnext->fprev = a->fprev;
+	else
+		fifo_tail = a->fprev;
+	a->infifo = false;
+	atomic_fetch_sub(&nfifo, 1);
 }
 
 void ods_astream_hold(void *t, struct ods_held *h, unsigned dev)
@@ -203,11 +219,7 @@ void ods_astreams_reclaim_old(unsigned max)
 	pthread_mutex_lock(&astreams_lock);
 	for (unsigned i = 0; i < max && fifo_head && !got; i++) {
 		struct astream *a = fifo_head;
-		fifo_head = a->fnext;
-		if (!fifo_head)
-			fifo_tail = NULL;
-		a->infifo = false;
-		atomic_fetch_sub(&nfifo, 1);
+		fifo_remove(a);
 		if (!a->held || !a->created) {
 			astream_trim(a); /* synced or destroyed since */
 			continue;
@@ -304,6 +316,10 @@ opends_error_t ods_astream_destroy(opends_stream_t stream)
 		a->created = a->registered = false;
 		held = a->held;
 		a->held = NULL;
+		/* off the holders' queue: else the entry stayed there (and in
+		 * the table) until a read found the pool short, or the close */
+		if (a->infifo)
+			fifo_remove(a);
 		astream_trim(a);
 	}
 	pthread_mutex_unlock(&astreams_lock);
@@ -315,11 +331,25 @@ opends_error_t ods_astream_destroy(opends_stream_t stream)
 	/* drained (the destroy waits for the stream first): what it held is
 	 * free; if the destroy failed, that is not known */
 	ods_held_release(held, rc == 0);
-	/* the stream has drained: the results of its operations are out, so
-	 * an entry kept by them is let go now, not at close */
+	/* The stream has drained: the results of its operations are out and
+	 * their last gates open, so each lets the entry go within moments
+	 * (ods_astream_untrack comes right after the gate, on the thread that
+	 * opened it). Wait for that here, so that the entry goes now and not
+	 * at close: a program that makes and destroys streams by the
+	 * thousand kept one entry for each that lost that race (review).
+	 * Not after a failed destroy (the stream may not have drained), nor
+	 * once a stream made since at the same address took the entry. */
 	pthread_mutex_lock(&astreams_lock);
-	if ((a = astream_find(stream, false)))
+	if ((a = astream_find(stream, false))) {
+		atomic_fetch_add(&a->waiters, 1); /* no trim frees it meanwhile */
+		while (rc == 0 && atomic_load(&a->refs) && !a->created && !a->registered) {
+			pthread_mutex_unlock(&astreams_lock);
+			sched_yield();
+			pthread_mutex_lock(&astreams_lock);
+		}
+		atomic_fetch_sub(&a->waiters, 1);
 		astream_trim(a);
+	}
 	pthread_mutex_unlock(&astreams_lock);
 	return rc ? ods_err(rc, 0) : ods_ok();
 }
@@ -450,6 +480,14 @@ void ods_astreams_fini(void)
 	fifo_head = fifo_tail = NULL;
 	atomic_store(&nfifo, 0);
 	pthread_mutex_unlock(&astreams_lock);
+}
+
+size_t ods_astreams_count(void)
+{
+	pthread_mutex_lock(&astreams_lock);
+	size_t n = nastreams;
+	pthread_mutex_unlock(&astreams_lock);
+	return n;
 }
 
 void ods_astreams_forget(void)
