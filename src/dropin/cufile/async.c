@@ -56,17 +56,21 @@ EXPORT CUfileError_t cuFileBatchIOSetUp(CUfileBatchHandle_t *batch_idp, unsigned
 /* The entries NVIDIA refuses at the submit that OpenDS would accept and
  * fail in their events, or refuse with another code: a negative file
  * offset, an opcode other than read and write, a read through a
- * write-only handle (each INTERNAL_BATCH_SUBMIT_ERROR, the whole submit:
- * nothing is queued). */
+ * write-only handle, a write through a read-only one (each
+ * INTERNAL_BATCH_SUBMIT_ERROR, the whole submit: nothing is queued;
+ * NVIDIA 1.15.1 on the H200, 2026-12-01). */
 static bool entries_refused(unsigned nr, const CUfileIOParams_t *p)
 {
 	bool wronly = atomic_load_explicit(&cfd_wronly.count, memory_order_relaxed) != 0;
+	bool rdonly = atomic_load_explicit(&cfd_rdonly.count, memory_order_relaxed) != 0;
 	for (unsigned i = 0; i < nr; i++) {
 		if (p[i].opcode != CUFILE_READ && p[i].opcode != CUFILE_WRITE)
 			return true;
 		if (p[i].u.batch.file_offset < 0)
 			return true;
 		if (wronly && p[i].opcode == CUFILE_READ && pset_has(&cfd_wronly, p[i].fh))
+			return true;
+		if (rdonly && p[i].opcode == CUFILE_WRITE && pset_has(&cfd_rdonly, p[i].fh))
 			return true;
 	}
 	return false;

@@ -342,7 +342,10 @@ EXPORT CUfileError_t cuFileDriverGetProperties(CUfileDrvProps_t *props)
 	props->fflags = (1u << CU_FILE_BATCH_IO_SUPPORTED) | (1u << CU_FILE_STREAMS_SUPPORTED) |
 			(1u << CU_FILE_PARALLEL_IO_SUPPORTED);
 	props->max_device_cache_size = clamp_uint(size_val[CUFILE_PARAM_PROPERTIES_MAX_DEVICE_CACHE_SIZE_KB]);
-	props->per_buffer_cache_size = clamp_uint(size_val[CUFILE_PARAM_PROPERTIES_PER_BUFFER_CACHE_SIZE_KB]);
+	/* 0, as NVIDIA's libcufile 1.15.1 reports it (compatibility mode,
+	 * the H200, 2026-12-01) while the parameter reads the value set
+	 * (cufile_stats: 2048 both ways) */
+	props->per_buffer_cache_size = 0;
 	props->max_device_pinned_mem_size =
 		clamp_uint(size_val[CUFILE_PARAM_PROPERTIES_MAX_DEVICE_PINNED_MEM_SIZE_KB]);
 	size_t bs = size_val[CUFILE_PARAM_PROPERTIES_IO_BATCHSIZE];

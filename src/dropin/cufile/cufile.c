@@ -324,8 +324,8 @@ EXPORT CUfileError_t cuFileGetVersion(int *version)
  * the high half and 0 in the low one, which no OpenDS handle has (OpenDS's
  * tokens carry a slot number from 1 in their low half: src/core/slots.c),
  * so OpenDS answers HANDLE_NOT_REGISTERED for it and the synchronous calls
- * turn that into -1 / EPERM (path_io). Like NVIDIA, which knows handles by
- * fd number, the same fd twice is HANDLE_ALREADY_REGISTERED. */
+ * turn that into -1 / EPERM or EIO (path_io). Like NVIDIA, which knows
+ * handles by fd number, the same fd twice is HANDLE_ALREADY_REGISTERED. */
 static CUfileHandle_t path_handle(int fd)
 {
 	return (CUfileHandle_t)(uintptr_t)((uint64_t)(unsigned)(fd + 1) << 32);
@@ -353,11 +353,13 @@ static CUfileError_t path_register(CUfileHandle_t *fh, int fd)
 }
 
 /* A synchronous read or write's result through an O_PATH fd's handle:
- * NVIDIA's -1 with errno EPERM (only failures pay for the check). */
-static ssize_t path_io(CUfileHandle_t fh, ssize_t r)
+ * NVIDIA's -1 with errno EPERM for a read, EIO for a write (as through a
+ * read-only fd), measured on the H200, 2026-12-01 (probe 1: read_o_path,
+ * write_o_path). Only failures pay for the check. */
+static ssize_t path_io(CUfileHandle_t fh, ssize_t r, int opcode)
 {
 	if (r == -(ssize_t)CU_FILE_HANDLE_NOT_REGISTERED && cfd_is_path_handle(fh)) {
-		errno = EPERM;
+		errno = opcode == OPENDS_READ ? EPERM : EIO;
 		return -1;
 	}
 	return r;
@@ -471,9 +473,10 @@ EXPORT ssize_t cuFileRead(CUfileHandle_t fh, void *bufPtr_base, size_t size, off
 		return -(ssize_t)e.err;
 	bool st = cfd_stats_on(); /* off: one relaxed load, no clock read */
 	uint64_t t0 = st ? cfd_stats_t0() : 0;
-	ssize_t r = path_io(fh, io_ret(opends_sync_read((opends_handle_t)fh, bufPtr_base, size, file_offset,
-							bufPtr_offset),
-					       OPENDS_READ));
+	ssize_t r = path_io(fh,
+			    io_ret(opends_sync_read((opends_handle_t)fh, bufPtr_base, size, file_offset, bufPtr_offset),
+				   OPENDS_READ),
+			    OPENDS_READ);
 	if (st)
 		cfd_stats_io(CFD_ST_READ, r, size, t0);
 	return r;
@@ -487,9 +490,10 @@ EXPORT ssize_t cuFileWrite(CUfileHandle_t fh, const void *bufPtr_base, size_t si
 		return -(ssize_t)e.err;
 	bool st = cfd_stats_on(); /* off: one relaxed load, no clock read */
 	uint64_t t0 = st ? cfd_stats_t0() : 0;
-	ssize_t r = path_io(fh, io_ret(opends_sync_write((opends_handle_t)fh, bufPtr_base, size, file_offset,
-							 bufPtr_offset),
-					       OPENDS_WRITE));
+	ssize_t r = path_io(fh,
+			    io_ret(opends_sync_write((opends_handle_t)fh, bufPtr_base, size, file_offset, bufPtr_offset),
+				   OPENDS_WRITE),
+			    OPENDS_WRITE);
 	if (st)
 		cfd_stats_io(CFD_ST_WRITE, r, size, t0);
 	return r;
@@ -514,7 +518,7 @@ static ssize_t rwv(int opcode, CUfileHandle_t fh, const CUfileIOVec_t *iov, size
 				    ? opends_sync_read((opends_handle_t)fh, iov[i].base, iov[i].len, pos, 0)
 				    : opends_sync_write((opends_handle_t)fh, iov[i].base, iov[i].len, pos, 0);
 		if (r < 0)
-			return path_io(fh, io_ret(r, opcode));
+			return path_io(fh, io_ret(r, opcode), opcode);
 		total += (size_t)r;
 		if ((size_t)r < iov[i].len)
 			break;
