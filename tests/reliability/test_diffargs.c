@@ -84,7 +84,15 @@ static uint8_t *view; /* the pool as read back for checks */
 static void pool_put(size_t at, size_t n)
 {
 #ifdef DIFFARGS_CUDA
+	/* From pageable memory cuMemcpyHtoD returns once the bytes are staged,
+	 * before the DMA to the device is done (CUDA's "API synchronization
+	 * behavior"): only later work on the legacy stream is ordered after
+	 * it, not the library's copies on its own streams, nor a created
+	 * (non-blocking) stream's. A program hands the library a buffer it
+	 * has finished writing: wait for the copy, as a program must (the
+	 * H200 probe read stale bytes into the file without this). */
 	CU(ods_cu.cuMemcpyHtoD((CUdeviceptr)(uintptr_t)(pool + at), shadow + at, n));
+	CU(ods_cu.cuCtxSynchronize());
 #else
 	memcpy(pool + at, shadow + at, n);
 #endif
