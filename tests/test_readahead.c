@@ -328,17 +328,17 @@ static void taking_turns(void)
 
 /* Read-ahead takes at most half of what is left of the staging budget
  * (OPENDS_MAX_PINNED), so an engine opened later still finds staging: with
- * 40 MiB, of which the engine holds 4 workers x 4 x 1 MiB, 24 MiB are left
- * and each handle reading ahead takes 3 x 2 MiB: the first three handles
- * read ahead (6 of 24, 18, 12 left), the fourth not (6 > 6 / 2); taking
- * what fits, all four would. */
+ * 48 MiB, of which the engine holds 4 workers x 4 x 1 MiB, 32 MiB are left
+ * and each handle reading ahead takes 4 x 2 MiB (depth 3): the first three
+ * handles read ahead (8 of 32, 24, 16 left), the fourth not (8 > 8 / 2);
+ * taking what fits, all four would. */
 static void budget(void)
 {
 	if (!applies) {
 		printf("budget: read-ahead does not apply here\n");
 		return;
 	}
-	static const opends_setting_t set[] = { { "OPENDS_MAX_PINNED", "40m" },
+	static const opends_setting_t set[] = { { "OPENDS_MAX_PINNED", "48m" },
 						{ "OPENDS_IO_THREADS", "4" },
 						{ "OPENDS_QUEUE_DEPTH", "4" },
 						{ "OPENDS_CHUNK_SIZE", "1m" } };

@@ -5,7 +5,7 @@
  * library's objects: the staging budget left (ods_pinned_left) shows where
  * they are. uring on the simulated device (read-ahead reads for device
  * memory), OPENDS_MAX_PINNED 200 MiB, 4 workers x 4 x 1 MiB.
- *   kept    handle A reads ahead (3 x 2 MiB reserved), is deregistered:
+ *   kept    handle A reads ahead (4 x 2 MiB reserved), is deregistered:
  *           still reserved; handle B reads ahead from them (nothing more
  *           reserved), byte-exact, served from read-ahead; a handle with
  *           8 MiB calls does not fit them and reserves its own
@@ -13,7 +13,7 @@
  *   close   the driver's close gives them back (reopened: all left)
  *   reclaim a handle whose buffers fit the budget only with the kept set's
  *           share given back: the kept set is freed and it reads ahead
- *   depth   OPENDS_RA_DEPTH=1, 4 (and 9, 0, "2x": the default 2): depth + 1
+ *   depth   OPENDS_RA_DEPTH=1, 4 (and 9, 0, "2x": the default 3): depth + 1
  *           buffers reserved, served, byte-exact
  */
 #include "common.h"
@@ -63,17 +63,17 @@ static void c_kept(void)
 	open_driver();
 	size_t left0 = ods_pinned_left(), during;
 	unsigned long n = reader(2 * MiB, 8, &during);
-	CHECKF(n > 0 && during == left0 - 6 * MiB, "A: served %lu, reserved %zu", n, left0 - during);
+	CHECKF(n > 0 && during == left0 - 8 * MiB, "A: served %lu, reserved %zu", n, left0 - during);
 	CHECKF(ods_pinned_left() == during, "A's buffers not kept: %zu MiB left, %zu while A read", ods_pinned_left() >> 20,
 	       during >> 20);
 	n = reader(2 * MiB, 8, &during);
-	CHECKF(n > 0 && during == left0 - 6 * MiB, "B: served %lu, reserved %zu (kept ones reused: 6 MiB)", n,
+	CHECKF(n > 0 && during == left0 - 8 * MiB, "B: served %lu, reserved %zu (kept ones reused: 8 MiB)", n,
 	       left0 - during);
 	n = reader(8 * MiB, 5, &during);
-	CHECKF(n > 0 && during == left0 - 6 * MiB - 24 * MiB,
-	       "C (8 MiB calls): served %lu, reserved %zu (the kept 6 MiB and its own 24)", n, left0 - during);
+	CHECKF(n > 0 && during == left0 - 8 * MiB - 32 * MiB,
+	       "C (8 MiB calls): served %lu, reserved %zu (the kept 8 MiB and its own 32)", n, left0 - during);
 	/* C's set is not kept: one set only */
-	CHECKF(ods_pinned_left() == left0 - 6 * MiB, "after C: %zu reserved", left0 - ods_pinned_left());
+	CHECKF(ods_pinned_left() == left0 - 8 * MiB, "after C: %zu reserved", left0 - ods_pinned_left());
 	OK(opends_driver_close());
 	printf("kept: handle B read ahead in A's buffers, C's larger calls in their own\n");
 }
@@ -84,7 +84,7 @@ static void c_off(void)
 	open_driver();
 	size_t left0 = ods_pinned_left(), during;
 	unsigned long n = reader(2 * MiB, 8, &during);
-	CHECKF(n > 0 && during == left0 - 6 * MiB, "served %lu, reserved %zu", n, left0 - during);
+	CHECKF(n > 0 && during == left0 - 8 * MiB, "served %lu, reserved %zu", n, left0 - during);
 	CHECKF(ods_pinned_left() == left0, "OPENDS_RA_KEEP=0: %zu still reserved", left0 - ods_pinned_left());
 	OK(opends_driver_close());
 }
@@ -105,15 +105,15 @@ static void c_reclaim(void)
 {
 	open_driver();
 	size_t during;
-	CHECK(reader(2 * MiB, 8, &during) > 0); /* 6 MiB kept */
-	/* 44 MiB left: 8 MiB calls want 3 x 8 = 24, more than half of it;
-	 * with the kept 6 back, 50 MiB left, and 24 fits half of that */
-	size_t left1 = ods_pinned_left(), pad = left1 - 44 * MiB;
-	CHECK(left1 > 44 * MiB && ods_pinned_reserve(pad));
+	CHECK(reader(2 * MiB, 8, &during) > 0); /* 8 MiB kept */
+	/* 60 MiB left: 8 MiB calls want 4 x 8 = 32, more than half of it;
+	 * with the kept 8 back, 68 MiB left, and 32 fits half of that */
+	size_t left1 = ods_pinned_left(), pad = left1 - 60 * MiB;
+	CHECK(left1 > 60 * MiB && ods_pinned_reserve(pad));
 	unsigned long n = reader(8 * MiB, 5, &during);
-	CHECKF(n > 0 && during == 26 * MiB, "served %lu, %zu MiB left while reading (26: the kept set given back)", n,
+	CHECKF(n > 0 && during == 36 * MiB, "served %lu, %zu MiB left while reading (36: the kept set given back)", n,
 	       during >> 20);
-	CHECKF(ods_pinned_left() == 26 * MiB, "after: %zu MiB left (its own set kept)", ods_pinned_left() >> 20);
+	CHECKF(ods_pinned_left() == 36 * MiB, "after: %zu MiB left (its own set kept)", ods_pinned_left() >> 20);
 	ods_pinned_release(pad);
 	OK(opends_driver_close());
 	printf("reclaim: the kept set gave its budget back to a handle that needed it\n");
@@ -134,9 +134,10 @@ static void c_depth(void)
 {
 	depth_case("1", 2);
 	depth_case("4", 5);
-	depth_case("9", 3);
-	depth_case("0", 3);
-	depth_case("2x", 3);
+	depth_case("2", 3);
+	depth_case("9", 4);
+	depth_case("0", 4);
+	depth_case("2x", 4);
 }
 
 int main(int argc, char **argv)

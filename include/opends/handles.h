@@ -76,9 +76,10 @@ OPENDS_API opends_error_t opends_handle_deregister(opends_handle_t fh);
  * read. OPENDS_ADVICE_SEQUENTIAL reads ahead from the first call,
  * OPENDS_ADVICE_RANDOM never. Calls above 64 MiB or at most
  * OPENDS_INLINE_MAX, block devices, host memory and sources never read
- * ahead. Memory: three buffers of the call's size per handle that reads
+ * ahead. Memory: four buffers of the call's size per handle that reads
  * ahead, taken from OPENDS_MAX_PINNED when they fit in half of what is
- * left of it (else none), freed at deregistration.
+ * left of it (else none), given back at deregistration (one set is kept
+ * for the next handle until the budget is wanted).
  * Guarantee: a read never returns bytes older than
  * - any write through this library (any handle of the same file, sync,
  *   async, batch or stream) that started before the read was called;
