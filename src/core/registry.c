@@ -229,6 +229,12 @@ static struct ods_handle *find_locked(opends_handle_t fh)
  * at it. */
 static int in_use_here(opends_handle_t fh)
 {
+	/* A thread that holds no handle and serves no callback (every
+	 * deregister outside a callback: a File per image) has nothing to
+	 * find: no look-up, no hold of the table's lock, which every other
+	 * thread's register, read and deregister takes too. */
+	if (!ods_calls.nheld && !ods_calls.serving)
+		return 0;
 	pthread_rwlock_rdlock(&handles.lock);
 	struct ods_handle *h = find_locked(fh);
 	int busy = 0;
