@@ -9,8 +9,14 @@
  * uncached ranges both occur. Then the same with OPENDS_INLINE_MAX=0
  * (never inline) and 64k (the default is the chunk size, 1m), and with
  * hot device reads in pieces (OPENDS_INLINE_SPLIT=3).
+ * A read far larger than the file into a buffer near the top of the user
+ * address space (buf + size past it) returns the bytes the file has, as
+ * cuFile does, sync and by a future, buffered and O_DIRECT: the kernel
+ * refuses such a pread whole (EFAULT), which ref passed on (rel's finding).
  */
 #include "common.h"
+
+#include <sys/mman.h>
 
 #define FSIZE ((size_t)3 * T_MiB + 1234)
 #define SLACK 4096
@@ -65,6 +71,41 @@ static void rounds(const char *what, const char *path, const uint8_t *oracle)
 	printf("%s: 800 reads byte-exact\n", what);
 }
 
+static void past_user_space(const char *path, const uint8_t *oracle)
+{
+	t_phase = "a read past the top of the user address space";
+	char *buf = mmap((void *)0x7ffff0000000ull, 1 << 20, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (buf == MAP_FAILED || buf != (char *)0x7ffff0000000ull) {
+		printf("past the user address space: SKIP (no mapping at 0x7ffff0000000)\n");
+		if (buf != MAP_FAILED)
+			munmap(buf, 1 << 20);
+		return;
+	}
+	const size_t huge = 627247189900ull;
+	const off_t off = (off_t)FSIZE - 100;
+	t_driver_open();
+	for (int d = 0; d < 2; d++) {
+		int fd = t_open(path, O_RDONLY, d);
+		if (fd == -2)
+			continue;
+		opends_handle_t fh = t_register(fd);
+		memset(buf, T_CANARY, 1 << 20);
+		EXPECT_SSZ_ND(opends_sync_read(fh, buf, huge, off, 0), 100);
+		VERIFY(buf, oracle + off, 100, "sync read past the user space%s", d ? " (O_DIRECT)" : "");
+		memset(buf, T_CANARY, 1 << 20);
+		opends_async_future_t f;
+		OK(opends_async_read(fh, buf, huge, off, 0, &f));
+		EXPECT_SSZ_ND(opends_async_await(&f), 100);
+		VERIFY(buf, oracle + off, 100, "async read past the user space%s", d ? " (O_DIRECT)" : "");
+		OK(opends_handle_deregister(fh));
+		close(fd);
+	}
+	OK(opends_driver_close());
+	munmap(buf, 1 << 20);
+	printf("past the user address space: OK\n");
+}
+
 int main(int argc, char **argv)
 {
 	t_args(argc, argv);
@@ -83,6 +124,8 @@ int main(int argc, char **argv)
 	unsetenv("OPENDS_INLINE_MAX");
 	setenv("OPENDS_INLINE_SPLIT", "3", 1);
 	rounds("OPENDS_INLINE_SPLIT=3", path, oracle);
+	unsetenv("OPENDS_INLINE_SPLIT");
+	past_user_space(path, oracle);
 	free(oracle);
 	t_rm_dir();
 	return 0;

@@ -4,6 +4,7 @@
 #include <linux/futex.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -14,12 +15,35 @@
 /* Linux moves at most 0x7ffff000 bytes per call; stay below it. */
 #define MAX_RW ((size_t)1 << 30)
 
+/* A read of n bytes at pos that the kernel refused with EFAULT although
+ * the file ends well before: it checks the whole range of the buffer
+ * (buf + n past the top of the user address space: a buffer "as large as
+ * the request" near that top, which every other path reads in pieces and
+ * so fills with the bytes there are; rel's finding). The file's bytes
+ * from pos rounded up to a page (O_DIRECT keeps its alignment), or 0:
+ * the fault stands (the bytes the file has at pos fault too, or the size
+ * is unknown). Only on that failure: one fstat, none on the way there. */
+static size_t past_eof_clamp(int fd, size_t n, off_t pos)
+{
+	struct stat st;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0)
+		return 0;
+	if (st.st_size <= pos)
+		return 0; /* (then nothing of the buffer would be written: the fault is real) */
+	uint64_t left = ((uint64_t)(st.st_size - pos) + 4095) & ~(uint64_t)4095;
+	return left < n ? (size_t)left : 0;
+}
+
 ssize_t ods_pread_full(int fd, void *buf, size_t size, off_t off)
 {
-	size_t done = 0;
+	size_t done = 0, k;
 	while (done < size) {
 		size_t n = size - done < MAX_RW ? size - done : MAX_RW;
 		ssize_t r = pread(fd, (char *)buf + done, n, off + (off_t)done);
+		if (r < 0 && errno == EFAULT && (k = past_eof_clamp(fd, n, off + (off_t)done)) != 0) {
+			size = done + k; /* asked again for what the file has (a second fault stands) */
+			continue;
+		}
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
