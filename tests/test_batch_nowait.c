@@ -1,16 +1,20 @@
 /*
  * test_batch_nowait: a batch's submit waits for room in the engine's queue
- * by default, and queues every entry at once under the A/B switch
- * OPENDS_AB_BATCH_NOWAIT=1 (src/core/stage_queue.c); OPENDS_BATCH_STATS=1
- * counts what the callers did (src/core/batch.c).
+ * only past 8 times the bytes a single submit may queue (BATCH_ROOM in
+ * src/core/stage_queue.c); under the A/B switch OPENDS_AB_BATCH_NOWAIT=0
+ * as a single submit does, under =1 never. OPENDS_BATCH_STATS=1 counts
+ * what the callers did (src/core/batch.c).
  *
  * uring with one worker of one 4 KiB unit: the queue takes one request
  * (threads x depth) unless its bytes stay below 4 KiB, so waiting for room
  * means each entry is queued only once the one before it was started.
  * 4096 entries of 8 KiB (two chunks each), then opends_batch_cancel at
  * once, which finishes the entries not yet started as OPENDS_CANCELED:
- * - waiting: when submit returns, every entry but the last has started, so
- *   at most one is cancelled (exactly, whatever the timing);
+ * - waiting as a single submit (=0): when submit returns, every entry but
+ *   the last has started, so at most one is cancelled (exactly, whatever
+ *   the timing);
+ * - default: the queue holds at most 8 x 4 KiB of them, four entries, so
+ *   at most four are cancelled;
  * - no wait: submit returns with the entries queued; the worker would
  *   have to read 8192 chunks before cancel flags them, so some are
  *   cancelled.
@@ -134,6 +138,9 @@ int main(int argc, char **argv)
 	unsigned c_wait = run(fd, mem, "waiting for room");
 	CHECKF(c_wait <= 1, "waiting for room: %u entries were cancelled; at most the last one may be unstarted",
 	       c_wait);
+	unsetenv("OPENDS_AB_BATCH_NOWAIT");
+	unsigned c_def = run(fd, mem, "default");
+	CHECKF(c_def <= 4, "default: %u entries were cancelled; at most 4 (32 KiB) may wait in the queue", c_def);
 	setenv("OPENDS_AB_BATCH_NOWAIT", "1", 1);
 	unsigned c_nowait = run(fd, mem, "no wait");
 	CHECKF(c_nowait >= 1, "no wait: none of %u entries was cancelled: submit waited for the worker", N);

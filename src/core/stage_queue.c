@@ -314,7 +314,9 @@ static size_t enqueue(struct ods_stage *s, struct ods_stage_req *r)
 	return chunks;
 }
 
-static void submit_reqs(struct ods_stage *s, struct ods_io *const *ios, unsigned n, bool may_block)
+/* Queue ios[0..n); with may_block, each waits while the queue holds its
+ * cap of requests and its bytes would pass room. */
+static void submit_reqs(struct ods_stage *s, struct ods_io *const *ios, unsigned n, bool may_block, size_t room)
 {
 	/* the requests first, outside the lock (chained by next) */
 	struct ods_stage_req *first = NULL, **link = &first;
@@ -333,7 +335,7 @@ static void submit_reqs(struct ods_stage *s, struct ods_io *const *ios, unsigned
 	pthread_mutex_lock(&s->lock);
 	for (struct ods_stage_req *r = first, *next; r; r = next) {
 		next = r->next;
-		while (may_block && s->nreq >= s->cap && s->qbytes + r->weight > s->cap_bytes) {
+		while (may_block && s->nreq >= s->cap && s->qbytes + r->weight > room) {
 			/* the room comes from the workers: let them see what
 			 * is queued so far before waiting for it */
 			if (unwoken)
@@ -352,23 +354,36 @@ void ods_stage_submit(struct ods_stage *s, struct ods_io *io, bool may_block)
 {
 	if (io->sync && io->opcode == OPENDS_WRITE && s->wr && ods_stage_write_caller(s, io))
 		return; /* written on this thread in large pieces (stage_wr.c) */
-	submit_reqs(s, &io, 1, may_block);
+	submit_reqs(s, &io, 1, may_block, s->cap_bytes);
 }
 
-/* OPENDS_AB_BATCH_NOWAIT=1 (an A/B switch, not configuration): a batch's
- * entries queue without waiting for room. A batch is bounded by its own
- * max_nr (its entries are allocated at setup, their requests recycled:
- * the queue holds at most max_nr of them per batch), and a
- * submitter waiting for room collects no completions meanwhile, opens no
- * files for its next entries: on the 2-CPU development VM (imagenetish
- * hot batch, 5000 files, 4096 in flight) the first submit of 4096 entries
- * spent 41-58 ms of the leg's ~70 waiting, so the caller refilled in two
- * bursts instead of as entries finished. Read at each submit (a getenv per
- * batch submit, not per entry), so a test can compare both in one process. */
-static bool batch_nowait(void)
+/* A batch's entries wait for room only past BATCH_ROOM times the bytes a
+ * single submit may queue. A submitter waiting for room collects no
+ * completions and opens no files for its next entries meanwhile: in the
+ * imagenetish hot batch leg (25000 files of 20-300 KB, 4096 in flight,
+ * OPENDS_BATCH_STATS on the H200) the caller spent 76 ms of the ~185 in
+ * submit, its first 4096 entries waiting for the workers, and refilled in
+ * 9 bursts; queued without waiting (3000 submits, 10 ms in them) the leg
+ * ran 18255 MiB/s against 14289 (probe 1, 2026-12-01, 3 runs each). A
+ * batch's queued bytes are work, not memory (its entries are allocated at
+ * setup, their requests recycled), but other callers' requests queue
+ * behind them: the bound keeps a batch of large entries (4096 x 16 MiB)
+ * to about 1 GiB ahead of them with the default 128 MiB (8 workers x 16
+ * x 1 MiB), where waiting costs little next to each entry's bytes.
+ * OPENDS_AB_BATCH_NOWAIT (A/B switch, not configuration): 0 waits as a
+ * single submit does (before 2026-12-01), 1 never waits. Read at each
+ * submit (a getenv per batch submit, not per entry), so a test compares
+ * them in one process. */
+#define BATCH_ROOM 8u
+
+static size_t batch_room(const struct ods_stage *s, bool *may_block)
 {
 	const char *e = getenv("OPENDS_AB_BATCH_NOWAIT");
-	return e && !strcmp(e, "1");
+	if (e && !strcmp(e, "1"))
+		*may_block = false;
+	if (e && !strcmp(e, "0"))
+		return s->cap_bytes;
+	return s->cap_bytes > SIZE_MAX / BATCH_ROOM ? SIZE_MAX : s->cap_bytes * BATCH_ROOM;
 }
 
 /* A batch's entries (the backend's submit_many). Writes need nothing that
@@ -378,5 +393,6 @@ static bool batch_nowait(void)
  * the backend flagged it (ods_ra_write_begin) for both routes. */
 void ods_stage_submit_many(struct ods_stage *s, struct ods_io *const *ios, unsigned n, bool may_block)
 {
-	submit_reqs(s, ios, n, may_block && !batch_nowait());
+	size_t room = batch_room(s, &may_block);
+	submit_reqs(s, ios, n, may_block, room);
 }
