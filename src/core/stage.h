@@ -233,8 +233,10 @@ void ods_stage_submit(struct ods_stage *s, struct ods_io *io, bool may_block);
  * hold of the queue lock and with one wake round at the end, so the
  * workers see them together (a batch). req_init runs for each first (those
  * that need no transfer complete at once). With may_block, waits for room
- * as ods_stage_submit does: the workers are woken for those queued before
- * the wait, and the rest follow after. */
+ * only past 8 times the bytes ods_stage_submit may queue (a batch's
+ * submitter collects nothing while it waits; BATCH_ROOM and
+ * OPENDS_AB_BATCH_NOWAIT in stage_queue.c): the workers are woken for
+ * those queued before the wait, and the rest follow after. */
 void ods_stage_submit_many(struct ods_stage *s, struct ods_io *const *ios, unsigned n, bool may_block);
 const struct ods_stage_params *ods_stage_params(const struct ods_stage *s);
 
